@@ -1,0 +1,129 @@
+"""MariaDB GTIDs: text form `domain-server-seq`, the binlog state, and header peeks of GTID events."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .constants import GTID_LIST_COUNT_MASK, HEADER_LEN
+
+
+class GtidError(ValueError):
+    """A GTID position text MariaDB would refuse (ER_INCORRECT_GTID_STATE / ER_DUPLICATE_GTID_DOMAIN)."""
+
+    def __init__(self, message: str, duplicate_domain: bool = False) -> None:
+        super().__init__(message)
+        self.duplicate_domain = duplicate_domain
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Gtid:
+    domain: int
+    server: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.domain}-{self.server}-{self.seq}"
+
+
+def parse_gtid(text: str) -> Gtid:
+    parts = text.strip().split("-")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise GtidError(f"Could not parse GTID '{text}'")
+    d, s, n = (int(p) for p in parts)
+    if d > 0xFFFFFFFF or s > 0xFFFFFFFF or n > 0xFFFFFFFFFFFFFFFF:
+        raise GtidError(f"GTID '{text}' out of range")
+    return Gtid(d, s, n)
+
+
+def parse_gtid_list(text: str) -> dict[int, Gtid]:
+    """`d-s-n,d-s-n` -> {domain: Gtid}; at most one GTID per domain, like slave_connection_state::load."""
+    out: dict[int, Gtid] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        g = parse_gtid(item)
+        if g.domain in out:
+            raise GtidError(f"duplicate domain {g.domain}", duplicate_domain=True)
+        out[g.domain] = g
+    return out
+
+
+def format_gtid_list(gtids: list[Gtid] | tuple[Gtid, ...]) -> str:
+    return ",".join(str(g) for g in gtids)
+
+
+class BinlogState:
+    """Last seq_no per (domain, server), with each domain's most recent GTID remembered.
+
+    `as_list()` orders entries the way MariaDB's `rpl_binlog_state::get_gtid_list` does: per domain,
+    the other servers' entries first and the domain's last GTID last (the start-file search relies on it).
+    """
+
+    def __init__(self) -> None:
+        self._by_domain: dict[int, dict[int, int]] = {}
+        self._last: dict[int, Gtid] = {}
+
+    def update(self, g: Gtid) -> None:
+        self._by_domain.setdefault(g.domain, {})[g.server] = g.seq
+        self._last[g.domain] = g
+
+    def load(self, gtids: list[Gtid]) -> None:
+        for g in gtids:
+            self.update(g)
+
+    def copy(self) -> BinlogState:
+        c = BinlogState()
+        c._by_domain = {d: dict(m) for d, m in self._by_domain.items()}
+        c._last = dict(self._last)
+        return c
+
+    def last(self, domain: int) -> Gtid | None:
+        return self._last.get(domain)
+
+    def seq_of(self, domain: int, server: int) -> int | None:
+        return self._by_domain.get(domain, {}).get(server)
+
+    def domains(self) -> list[int]:
+        return list(self._by_domain)
+
+    def as_list(self) -> list[Gtid]:
+        out: list[Gtid] = []
+        for d in sorted(self._by_domain):
+            last = self._last[d]
+            out.extend(Gtid(d, s, n) for s, n in self._by_domain[d].items() if s != last.server)
+            out.append(last)
+        return out
+
+    def current_pos(self) -> list[Gtid]:
+        """@@gtid_binlog_pos: the last GTID of every domain."""
+        return [self._last[d] for d in sorted(self._last)]
+
+    def __bool__(self) -> bool:
+        return bool(self._last)
+
+
+_GTID_PEEK = struct.Struct("<QIB")
+
+
+def peek_gtid(ev: bytes | bytearray | memoryview, offset: int = 0) -> tuple[int, int, int, int]:
+    """(domain, server, seq, flags2) of a GTID event starting at `offset`; raises ValueError if short."""
+    if len(ev) - offset < HEADER_LEN + 13:
+        raise ValueError("GTID event too short")
+    (server,) = struct.unpack_from("<I", ev, offset + 5)
+    seq, domain, flags2 = _GTID_PEEK.unpack_from(ev, offset + HEADER_LEN)
+    return domain, server, seq, flags2
+
+
+def peek_gtid_list(ev: bytes | bytearray | memoryview, offset: int, data_end: int) -> tuple[list[Gtid], int]:
+    """(entries, flags) of a GTID_LIST event body between offset+19 and data_end (CRC excluded)."""
+    p = offset + HEADER_LEN
+    if data_end - p < 4:
+        raise ValueError("GTID_LIST event too short")
+    (cf,) = struct.unpack_from("<I", ev, p)
+    count = cf & GTID_LIST_COUNT_MASK
+    p += 4
+    if data_end - p < 16 * count:
+        raise ValueError("GTID_LIST count exceeds event length")
+    out = [Gtid(*struct.unpack_from("<IIQ", ev, p + 16 * i)) for i in range(count)]
+    return out, cf & ~GTID_LIST_COUNT_MASK

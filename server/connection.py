@@ -1,0 +1,258 @@
+"""One client connection: mysql-mimic does the handshake and auth; binlogd adds the replication commands.
+
+mysql-mimic has no hook for COM_REGISTER_SLAVE / COM_BINLOG_DUMP, so `ReplicationConnection`
+replaces its command loop (`command_phase`), keeps mimic's handlers for the ordinary commands, and
+answers COM_QUERY through `server.sql_surface` with per-session user variables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from mysql_mimic import types
+from mysql_mimic.connection import Connection
+from mysql_mimic.errors import MysqlError
+from mysql_mimic.session import BaseSession
+from mysql_mimic.stream import ConnectionClosed
+from mysql_mimic.variables import GlobalVariables, SessionVariables
+
+from protocol.commands import CommandError, parse_binlog_dump, parse_binlog_dump_gtid, parse_register_slave
+from protocol.constants import (
+    COM_BINLOG_DUMP,
+    COM_BINLOG_DUMP_GTID,
+    COM_REGISTER_SLAVE,
+    ER_ACCESS_DENIED_ERROR,
+    ER_MALFORMED_PACKET,
+    ER_UNKNOWN_COM_ERROR,
+    ER_UNKNOWN_ERROR,
+)
+from protocol.packets import err_packet, ok_packet
+
+from .auth import PEER_HOST, access_denied
+from .decision import clamp_capability
+from .dump import DumpParams, DumpStream
+from .primary import Primary
+from .sql_surface import Ok, ResultSet, SessionState, SqlError, execute
+
+log = logging.getLogger("binlogd.conn")
+
+# Commands mimic handles itself (everything else that is not replication gets 1047 like MariaDB).
+_MIMIC_COMMANDS = {
+    types.Commands.COM_QUERY: "handle_query",
+    types.Commands.COM_PING: "handle_ping",
+    types.Commands.COM_INIT_DB: "handle_init_db",
+    types.Commands.COM_RESET_CONNECTION: "handle_reset_connection",
+    types.Commands.COM_CHANGE_USER: "handle_change_user",
+    types.Commands.COM_STMT_PREPARE: "handle_stmt_prepare",
+    types.Commands.COM_STMT_EXECUTE: "handle_stmt_execute",
+    types.Commands.COM_STMT_CLOSE: "handle_stmt_close",
+    types.Commands.COM_STMT_RESET: "handle_stmt_reset",
+    types.Commands.COM_STMT_SEND_LONG_DATA: "handle_stmt_send_long_data",
+    types.Commands.COM_STMT_FETCH: "handle_stmt_fetch",
+}
+
+
+class ReplicationSession(BaseSession):
+    """Per-connection SQL state; statements go to the pure evaluator in `sql_surface`."""
+
+    def __init__(self, primary: Primary) -> None:
+        self.primary = primary
+        self.variables = SessionVariables(GlobalVariables())
+        self.variables.set("version", "5.5.5-" + primary.version, force=True)
+        self.variables.set("version_comment", "binlogd", force=True)
+        self.username: str | None = None
+        self.database: str | None = None
+        self.state = SessionState()
+
+    async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
+        try:
+            result = execute(sql, self.state, self.primary)
+        except SqlError as e:
+            err = MysqlError(e.message, e.code)  # type: ignore[arg-type]
+            err.sqlstate = e.sqlstate.encode() if isinstance(e.sqlstate, str) else e.sqlstate  # type: ignore[attr-defined]
+            raise err from e
+        if isinstance(result, Ok):
+            return None
+        assert isinstance(result, ResultSet)
+        return result.rows, result.columns
+
+    async def use(self, database: str) -> None:
+        raise MysqlError(f"Unknown database '{database}'", 1049)
+
+
+class AuthFailed(Exception):
+    """The handshake ended with an access-denied error already sent."""
+
+
+class ReplicationConnection(Connection):
+    primary: Primary  # set by the server factory
+
+    @property
+    def peer_host(self) -> str:
+        peer = self.stream.writer.get_extra_info("peername")
+        return str(peer[0]) if peer else "unknown"
+
+    async def _start(self) -> None:
+        try:
+            await super()._start()
+        except AuthFailed:
+            log.info("connection %d from %s: access denied", self.connection_id, self.peer_host)
+
+    async def connection_phase(self) -> None:
+        PEER_HOST.set(self.peer_host)
+        await super().connection_phase()
+        if self.session.username is None:
+            raise AuthFailed()
+
+    async def authenticate(self, username: str, auth_response: bytes, client_plugin_name: str | None,
+                           connect_attrs: dict[str, str], auth_state: Any = None, server_plugin: Any = None) -> None:
+        """Unknown users get MariaDB's 1045 text (mimic would answer 'User x does not exist')."""
+        if await self.identity_provider.get_user(username) is None:
+            await self._write_raw(err_packet(ER_ACCESS_DENIED_ERROR,
+                                             access_denied(username, self.peer_host, bool(auth_response))))
+            return
+        await super().authenticate(username, auth_response, client_plugin_name, connect_attrs, auth_state,
+                                   server_plugin)
+
+    async def command_phase(self) -> None:
+        """mimic's loop plus COM_REGISTER_SLAVE / COM_BINLOG_DUMP; never lets an exception kill the server."""
+        while True:
+            try:
+                data = await self.stream.read()
+            except ConnectionClosed:
+                return
+            except MysqlError as e:  # out-of-order sequence ids and the like: answer, then close
+                log.warning("connection %d: %s", self.connection_id, e.msg)
+                await self._write_raw(err_packet(ER_MALFORMED_PACKET, str(e.msg)))
+                return
+            except (ConnectionError, asyncio.IncompleteReadError):
+                return
+            if not data:
+                await self._write_raw(err_packet(ER_MALFORMED_PACKET, "Malformed communication packet"))
+                self.stream.reset_seq()
+                continue
+            command = data[0]
+            try:
+                if command == types.Commands.COM_QUIT:
+                    return
+                if command == COM_BINLOG_DUMP:
+                    await self.handle_binlog_dump(data)
+                    return  # MariaDB ends the session after a dump (a fake COM_QUIT)
+                if command == COM_REGISTER_SLAVE:
+                    await self.handle_register_slave(data)
+                elif command == COM_BINLOG_DUMP_GTID:
+                    with contextlib.suppress(CommandError):
+                        log.info("connection %d: COM_BINLOG_DUMP_GTID %s refused (MySQL-only command)",
+                                 self.connection_id, parse_binlog_dump_gtid(data))
+                    await self._write_raw(err_packet(ER_UNKNOWN_COM_ERROR, "Unknown command"))
+                elif command in _MIMIC_COMMANDS:
+                    await getattr(self, _MIMIC_COMMANDS[command])(data[1:])
+                else:
+                    log.info("connection %d: unknown command 0x%02x", self.connection_id, command)
+                    await self._write_raw(err_packet(ER_UNKNOWN_COM_ERROR, "Unknown command"))
+            except MysqlError as e:
+                log.info("connection %d: error %s: %s", self.connection_id, int(e.code), e.msg)
+                await self._write_raw(err_packet(int(e.code), str(e.msg), getattr(e, "sqlstate", None)))
+            except (ConnectionError, ConnectionClosed, asyncio.IncompleteReadError):
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # a bug must cost one statement, not the server
+                log.exception("connection %d: internal error", self.connection_id)
+                await self.stream.write(self.error(msg=f"Internal error: {e}", code=ER_UNKNOWN_ERROR))
+            finally:
+                self.stream.reset_seq()
+
+    async def _write_raw(self, payload: bytes) -> None:
+        await self.stream.write(payload)
+
+    async def handle_register_slave(self, data: bytes) -> None:
+        try:
+            cmd = parse_register_slave(data)
+        except CommandError as e:
+            await self._write_raw(err_packet(ER_UNKNOWN_ERROR, str(e)))
+            return
+        self.primary.register_slave(cmd, self.peer_host)
+        self._registered = cmd.server_id
+        await self._write_raw(ok_packet())
+
+    _registered: int | None = None
+
+    def _dump_params(self, pos: int, flags: int, server_id: int, file: str) -> DumpParams:
+        st: SessionState = self.session.state  # type: ignore[attr-defined]
+        uv = st.user_vars
+        checksum = uv.get("master_binlog_checksum")
+        heartbeat = uv.get("master_heartbeat_period")
+        try:
+            heartbeat_ns = int(heartbeat) if heartbeat is not None else 0  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            heartbeat_ns = 0
+        connect_state = uv.get("slave_connect_state")
+        return DumpParams(
+            file=file,
+            pos=pos,
+            flags=flags,
+            replica_server_id=server_id,
+            capability=clamp_capability(uv.get("mariadb_slave_capability")),
+            skip_replication=st.skip_replication,
+            checksum_aware="master_binlog_checksum" in uv,
+            first_rotate_crc=str(checksum).upper() == "CRC32",
+            heartbeat_ns=max(0, heartbeat_ns),
+            connect_state=None if connect_state is None else str(connect_state),
+            gtid_strict=_truthy(uv.get("slave_gtid_strict_mode")),
+            gtid_ignore_duplicates=_truthy(uv.get("slave_gtid_ignore_duplicates")),
+            compat=self.primary.compat,
+        )
+
+    async def handle_binlog_dump(self, data: bytes) -> None:
+        try:
+            cmd = parse_binlog_dump(data)
+        except CommandError as e:
+            await self._write_raw(err_packet(ER_UNKNOWN_ERROR, str(e)))
+            return
+        params = self._dump_params(cmd.pos, cmd.flags, cmd.server_id, cmd.file)
+        label = f"[conn {self.connection_id} sid {cmd.server_id} {self.peer_host}]"
+        log.info("%s COM_BINLOG_DUMP file=%r pos=%d flags=%d capability=%d skip_replication=%d gtid=%r",
+                 label, cmd.file, cmd.pos, cmd.flags, params.capability, params.skip_replication,
+                 params.connect_state)
+        writer = self.stream.writer
+        writer.transport.set_write_buffer_limits(high=1 << 20)
+        dump = DumpStream(self.primary.store, writer, self.primary.server_id, params,
+                          seq=self.stream.seq.value, conn_label=label)
+        self.primary.start_dump(dump, cmd.server_id)
+        dump_task = asyncio.create_task(dump.run(), name=f"dump-{self.connection_id}")
+        watch_task = asyncio.create_task(self._watch_peer(), name=f"watch-{self.connection_id}")
+        try:
+            await asyncio.wait({dump_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (dump_task, watch_task):
+                if not t.done():
+                    t.cancel()
+            for t in (dump_task, watch_task):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+            self.primary.end_dump(dump, cmd.server_id)
+            if self._registered is not None:
+                self.primary.unregister_slave(self._registered)
+            s = dump.stats
+            log.info("%s dump ended (%s): %d events read, %d sent, %d holes, %d dummies, %d begins, %d bytes",
+                     label, s.end_reason or "replica disconnected", s.events_read, s.events_sent, s.holes,
+                     s.dummies, s.begins, s.bytes_sent)
+
+    async def _watch_peer(self) -> None:
+        """A replica sends nothing during a dump (no semisync here); EOF means it went away."""
+        reader = self.stream.reader
+        while True:
+            chunk = await reader.read(65536)
+            if not chunk:
+                return
+
+
+def _truthy(v: object) -> bool:
+    try:
+        return int(v) != 0  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return False

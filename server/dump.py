@@ -1,0 +1,525 @@
+"""One replica's COM_BINLOG_DUMP stream (MariaDB `mysql_binlog_send`, dump-protocol.md sections 4-7).
+
+Per file: fake ROTATE, the FDE (fixed up), then every stored event through the decision table;
+at the end of the active file: EOF for non-blocking dumps, else wait for the store to grow, with
+heartbeats when idle. The event loop works on memoryviews of large file chunks and writes framed
+packets into one output buffer, so a plain SEND costs one header peek, one table lookup and one copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from dataclasses import dataclass, field
+from typing import BinaryIO, Protocol
+
+from protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg
+from protocol.constants import (
+    BIN_LOG_HEADER_SIZE,
+    BINLOG_CHECKSUM_ALG_CRC32,
+    BINLOG_DUMP_NON_BLOCK,
+    CAP_GTID,
+    CRC_LEN,
+    ER_MASTER_FATAL_ERROR_READING_BINLOG,
+    ER_UNKNOWN_ERROR,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    HEADER_LEN,
+    MAX_PACKET_PAYLOAD,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    START_ENCRYPTION_EVENT,
+)
+from protocol.gtid import BinlogState, Gtid, GtidError, parse_gtid_list, peek_gtid, peek_gtid_list
+from protocol.packets import eof_packet, err_packet, frame
+from protocol.rewrite import (
+    RewriteError,
+    begin_event,
+    dummy_event,
+    fake_gtid_list,
+    fake_rotate,
+    fix_fde,
+    heartbeat,
+)
+
+from .decision import Action, Compat, DecisionTable, ReplicaPolicy
+from .gtid_start import GtidSkipper, GtidStartError, check_start_position, file_acceptable
+from .store import BinlogStore, StoreError
+
+log = logging.getLogger("binlogd.dump")
+
+CHUNK = 1 << 20  # file read size
+FLUSH_AT = 1 << 18  # output bytes buffered before a write + drain (back-pressure point)
+_PEEK = struct.Struct("<4xB4xI4xH")  # type, event_length, flags
+_PKT = struct.Struct("<IB")  # packet header + the 0x00 OK byte of an event packet
+_SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_GTID)
+
+
+class Writer(Protocol):
+    def write(self, data: bytes | bytearray) -> None: ...
+    async def drain(self) -> None: ...
+
+
+@dataclass
+class DumpParams:
+    """Everything the dump needs from the command and the session's user variables."""
+
+    file: str
+    pos: int
+    flags: int
+    replica_server_id: int
+    capability: int
+    skip_replication: bool
+    checksum_aware: bool  # @master_binlog_checksum exists in the session
+    first_rotate_crc: bool  # @master_binlog_checksum said CRC32
+    heartbeat_ns: int = 0
+    connect_state: str | None = None  # @slave_connect_state (GTID mode when not None)
+    gtid_strict: bool = False
+    gtid_ignore_duplicates: bool = False
+    compat: Compat = Compat.BINLOGD
+
+    @property
+    def non_blocking(self) -> bool:
+        return bool(self.flags & BINLOG_DUMP_NON_BLOCK) or self.replica_server_id == 0
+
+
+class DumpError(Exception):
+    """Ends the dump with an ERR packet. `suffix` adds MariaDB's "; the first event ..." coordinates."""
+
+    def __init__(self, message: str, code: int = ER_MASTER_FATAL_ERROR_READING_BINLOG, suffix: bool = True):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.suffix = suffix
+
+
+@dataclass
+class DumpStats:
+    events_read: int = 0
+    events_sent: int = 0
+    bytes_sent: int = 0
+    holes: int = 0
+    dummies: int = 0
+    begins: int = 0
+    fakes: int = 0
+    heartbeats: int = 0
+    end_reason: str = ""
+    actions: dict[str, int] = field(default_factory=dict)
+
+
+class DumpStream:
+    """Serves one COM_BINLOG_DUMP; `run()` returns when the dump ends (EOF, error, kill, peer gone)."""
+
+    def __init__(self, store: BinlogStore, writer: Writer, server_id: int, params: DumpParams, seq: int = 1,
+                 conn_label: str = "") -> None:
+        self.store = store
+        self.writer = writer
+        self.server_id = server_id
+        self.p = params
+        self.seq = seq
+        self.label = conn_label
+        self.policy = ReplicaPolicy(params.capability, params.skip_replication,
+                                    bool(params.flags & 2), params.compat)
+        self.table = DecisionTable(self.policy)
+        self.stats = DumpStats()
+        self.out = bytearray()
+        # coordinates for MariaDB's error suffix and for heartbeats
+        self.start_file = params.file
+        self.start_pos = params.pos
+        self.file = params.file
+        self.pos = params.pos  # end of the last event read in `file`
+        self.last_event_pos = params.pos
+        self.last_byte = params.pos
+        self.alg = 0
+        self.sent_upto = 0  # end of the last event the replica got (for the trailing-hole fix)
+        self.skipper: GtidSkipper | None = None
+        self.state: BinlogState | None = None  # GTIDs seen, for fake GTID_LISTs
+        self._kill: tuple[int, str] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # --- control -----------------------------------------------------------------------------------------
+    def kill(self, code: int, message: str) -> None:
+        """End the dump from outside (a newer dump with the same server_id): the replica gets ERR `code`."""
+        self._kill = (code, message)
+        if self._task is not None:
+            self._task.cancel()
+
+    async def run(self) -> None:
+        self._task = asyncio.current_task()
+        try:
+            await self._serve()
+            self.stats.end_reason = "eof"
+            self._put_packet(eof_packet())
+            await self._flush()
+        except DumpError as e:
+            self.stats.end_reason = f"error {e.code}: {e.message}"
+            log.warning("%s dump ended with error %d: %s", self.label, e.code, self._error_text(e))
+            await self._send_error(e)
+        except asyncio.CancelledError:
+            if self._kill is None:
+                raise
+            code, msg = self._kill
+            self.stats.end_reason = f"killed: {msg}"
+            log.info("%s dump killed: %s", self.label, msg)
+            self.out = bytearray()
+            await self._send_error(DumpError(msg, code))
+        except (ConnectionError, OSError) as e:
+            self.stats.end_reason = f"connection lost: {e}"
+            log.info("%s replica went away: %s", self.label, e)
+
+    async def _send_error(self, e: DumpError) -> None:
+        self._put_packet(err_packet(e.code, self._error_text(e)))
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._flush()
+
+    def _error_text(self, e: DumpError) -> str:
+        if not e.suffix:
+            return e.message
+        start = self.start_file or "."
+        return (f"{e.message}; the first event '{start}' at {self.start_pos}, the last event read from "
+                f"'{self.file}' at {self.last_event_pos}, the last byte read from '{self.file}' at {self.last_byte}.")
+
+    # --- output ------------------------------------------------------------------------------------------
+    def _put_packet(self, payload: bytes) -> None:
+        self.seq = frame(payload, self.seq, self.out)
+
+    def _put_event(self, ev: bytes | bytearray | memoryview) -> None:
+        self.seq = frame(b"\0" + bytes(ev), self.seq, self.out)
+        self.stats.events_sent += 1
+
+    async def _flush(self) -> None:
+        if self.out:
+            data, self.out = self.out, bytearray()
+            self.stats.bytes_sent += len(data)
+            self.writer.write(data)
+            await self.writer.drain()
+
+    # --- start --------------------------------------------------------------------------------------------
+    def _resolve_start(self) -> tuple[str, int]:
+        p = self.p
+        try:
+            names = self.store.files()
+        except StoreError as e:
+            raise DumpError("Binary log is not open", suffix=False) from e
+        if p.connect_state is not None:
+            return self._resolve_gtid_start(names), BIN_LOG_HEADER_SIZE
+        name = p.file or names[0]
+        if name not in names:
+            raise DumpError("Could not find first log file name in binary log index file", suffix=False)
+        self.file = name
+        end = self.store.end_of(name)
+        if p.pos < BIN_LOG_HEADER_SIZE or p.pos > end:
+            self.last_event_pos = self.last_byte = BIN_LOG_HEADER_SIZE
+            raise DumpError("Client requested master to start replication from impossible position")
+        return name, p.pos
+
+    def _resolve_gtid_start(self, names: list[str]) -> str:
+        p = self.p
+        try:
+            requested = parse_gtid_list(p.connect_state or "")
+        except GtidError as e:
+            raise DumpError("Out of memory or malformed slave request when obtaining start position from GTID "
+                            "state", ER_UNKNOWN_ERROR, suffix=False) from e
+        binlog = self.store.binlog_state()
+        try:
+            empty = check_start_position(requested, binlog, p.gtid_ignore_duplicates)
+        except GtidStartError as e:
+            raise DumpError(e.text(), suffix=False) from e
+        for name in reversed(names):
+            head = self.store.head(name)
+            if head.gtid_list is None or file_acceptable(requested, head.gtid_list):
+                for g in head.gtid_list or []:
+                    if requested.get(g.domain) == g:
+                        del requested[g.domain]
+                self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty)
+                self.file = name
+                return name
+        raise DumpError("Could not find GTID state requested by slave in any binlog files. Probably the slave "
+                        "state is too old and required binlog files have been purged.", suffix=False)
+
+    # --- main loop ------------------------------------------------------------------------------------------
+    async def _serve(self) -> None:
+        name, pos = self._resolve_start()
+        self.start_file = self.p.file
+        first = True
+        rotate_crc = self.p.first_rotate_crc
+        while True:
+            await self._send_file(name, pos, first, rotate_crc)
+            if self._done:
+                return
+            nxt = self.store.next_file(name)
+            if nxt is None:
+                raise DumpError("could not find next log")
+            rotate_crc = self.alg == BINLOG_CHECKSUM_ALG_CRC32
+            name, pos, first = nxt, BIN_LOG_HEADER_SIZE, False
+
+    _done = False
+
+    async def _send_file(self, name: str, pos: int, first: bool, rotate_crc: bool) -> None:
+        self.file = name
+        self._put_event(fake_rotate(self.server_id, pos, name, rotate_crc))
+        self.stats.fakes += 1
+        try:
+            f = open(self.store.path(name), "rb")  # noqa: SIM115 - closed in finally; reads go to a thread
+        except OSError as e:
+            raise DumpError(f"Could not open log file: {e.strerror}") from e
+        try:
+            await self._send_fde_and_events(f, name, pos, first)
+        finally:
+            f.close()
+
+    async def _read(self, f: BinaryIO, n: int) -> bytes:
+        return await asyncio.to_thread(f.read, n)
+
+    async def _send_fde_and_events(self, f: BinaryIO, name: str, start: int, first: bool) -> None:
+        head = await self._read(f, CHUNK)
+        self.last_event_pos = BIN_LOG_HEADER_SIZE
+        if len(head) < BIN_LOG_HEADER_SIZE + HEADER_LEN or head[BIN_LOG_HEADER_SIZE + 4] != FORMAT_DESCRIPTION_EVENT:
+            self.last_byte = len(head)
+            raise DumpError("Failed to find format descriptor event in start of binlog")
+        (fde_len,) = struct.unpack_from("<I", head, BIN_LOG_HEADER_SIZE + 9)
+        fde_end = BIN_LOG_HEADER_SIZE + fde_len
+        if fde_len < HEADER_LEN or fde_end > len(head):
+            self.last_byte = len(head)
+            raise DumpError("Failed to find format descriptor event in start of binlog")
+        fde = head[BIN_LOG_HEADER_SIZE:fde_end]
+        try:
+            self.alg = fde_checksum_alg(fde)
+        except BinlogFormatError as e:
+            raise DumpError("Corrupt Format_description event found or out-of-memory") from e
+        self.last_byte = self.pos = fde_end
+        if self.alg == BINLOG_CHECKSUM_ALG_CRC32 and not self.p.checksum_aware:
+            raise DumpError("Slave can not handle replication events with the checksum that master is configured "
+                            "to log")
+        zero_pos = first and start > BIN_LOG_HEADER_SIZE
+        zero_created = zero_pos or (self.skipper is not None and not self.skipper.reached)
+        self._put_event(fix_fde(fde, zero_pos, zero_created, self.alg))
+        if (self.skipper is not None and self.state is None) or (self.state is None and self._wants_state()):
+            self.state = BinlogState()
+        # START_ENCRYPTION right after the FDE: binlogd cannot decrypt (and must never forward ciphertext)
+        if len(head) >= fde_end + HEADER_LEN and head[fde_end + 4] == START_ENCRYPTION_EVENT:
+            self.last_event_pos = fde_end
+            raise DumpError("Could not decrypt binlog: encryption key error")
+        if start > BIN_LOG_HEADER_SIZE:  # MariaDB seeks without checking for an event boundary
+            f.seek(start)
+            buf = await self._read(f, CHUNK)
+            base = start
+        else:
+            buf = head[fde_end:]
+            base = fde_end
+        self.pos = base
+        await self._stream(f, name, buf, base)
+
+    def _wants_state(self) -> bool:
+        """GTID state is tracked only when binlogd may have to send a fake GTID_LIST."""
+        return (self.policy.capability >= CAP_GTID and not self.p.non_blocking
+                and self.policy.compat is Compat.BINLOGD)
+
+    async def _stream(self, f: BinaryIO, name: str, buf: bytes, base: int) -> None:
+        """Send events from `buf` (file offset `base`), reading on; returns at the end of a closed file."""
+        store = self.store
+        while True:
+            consumed = await self._process(buf, base)
+            base += consumed
+            rest = buf[consumed:]
+            if self.out:
+                await self._flush()
+            version = store.version  # before the read: a change after it must wake the wait below
+            data = await self._read(f, max(CHUNK, self._need))
+            if data:
+                buf = rest + data if rest else data
+                continue
+            # at the end of what the file holds now
+            if not store.is_active(name):
+                # a closed file: whatever is left must have been read; anything else is torn
+                data = await self._read(f, CHUNK)
+                if data:
+                    buf = rest + data
+                    continue
+                if rest:
+                    self.last_event_pos = base
+                    self.last_byte = base + len(rest)
+                    raise DumpError("binlog truncated in the middle of event; consider out of disk space on master")
+                return
+            if self.p.non_blocking:
+                if rest:
+                    log.warning("%s %s has %d bytes of an incomplete event at %d (being written?); not sent",
+                                self.label, name, len(rest), base)
+                self._done = True
+                return
+            await self._maybe_sync_position()
+            await self._wait(version, name, base + len(rest))
+            buf = rest
+
+    _need = 0
+
+    async def _wait(self, version: int, name: str, known_end: int) -> None:
+        """Wait for the store to change; heartbeat every period while nothing arrives."""
+        period = self.p.heartbeat_ns / 1e9 if self.p.heartbeat_ns > 0 else None
+        while True:
+            if self.store.version != version or not self.store.is_active(name):
+                return
+            new = await self.store.wait_change(version, period)
+            if new != version or self.store.end_of(name) > known_end:
+                return
+            if period is not None and self.store.is_active(name):
+                self._put_event(heartbeat(self.server_id, name, self.pos, self.alg == BINLOG_CHECKSUM_ALG_CRC32))
+                self.stats.heartbeats += 1
+                await self._flush()
+
+    async def _maybe_sync_position(self) -> None:
+        """binlogd extension: when the last events before the end were withheld, a fake GTID_LIST with
+        log_pos = the end moves a capability-4 replica's Read/Exec_Master_Log_Pos up to the primary's end
+        (MariaDB's replica treats fake GTID_LISTs as position updates; MariaDB itself leaves it behind)."""
+        if self.state is None or self.sent_upto >= self.pos or not self._wants_state():
+            return
+        checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
+        self._put_event(fake_gtid_list(self.server_id, self.pos, self.state.as_list(), checksum))
+        self.stats.fakes += 1
+        self.sent_upto = self.pos
+        await self._flush()
+
+    async def _process(self, buf: bytes, base: int) -> int:
+        """Decide and frame every whole event in `buf`; return the number of bytes consumed."""
+        mv = memoryview(buf)
+        n = len(buf)
+        p = 0
+        out = self.out
+        seq = self.seq
+        normal, flagged = self.table.normal, self.table.flagged
+        slow = self.skipper is not None or self.state is not None
+        peek = _PEEK.unpack_from
+        pack = _PKT.pack
+        sent = 0
+        self._need = 0
+        try:
+            while n - p >= HEADER_LEN:
+                typ, length, flags = peek(mv, p)
+                end = p + length
+                if length < HEADER_LEN or length > MAX_PACKET_PAYLOAD * 64:
+                    self.last_event_pos = base + p
+                    self.last_byte = base + p + HEADER_LEN
+                    raise DumpError(check_event_length(length) or "bogus data in log event")
+                if end > n:
+                    self._need = length
+                    break
+                if slow:
+                    a = self._slow_decide(mv, p, end, typ, flags, base)
+                else:
+                    a = (flagged if flags & 0x8000 else normal)[typ]
+                    if a == _PEEK_GTID:
+                        a = self._gtid_action(mv, p, end, flags, base)
+                if a == _SEND:
+                    if length < MAX_PACKET_PAYLOAD - 1:
+                        out += pack((length + 1) | (seq << 24), 0)
+                        out += mv[p:end]
+                        seq = (seq + 1) & 0xFF
+                    else:
+                        seq = frame(b"\0" + bytes(mv[p:end]), seq, out)
+                    sent += 1
+                    self.sent_upto = base + end
+                elif a != _HOLE:
+                    self.seq = seq
+                    self._rewrite(a, mv[p:end], base + p)
+                    seq = self.seq
+                    self.sent_upto = base + end
+                else:
+                    self.stats.holes += 1
+                p = end
+                self.stats.events_read += 1
+                if slow and self.skipper is not None and self.skipper.take_fake_list():
+                    self.seq = seq
+                    self._send_fake_list(base + p)
+                    seq = self.seq
+                    self.sent_upto = base + p
+                if len(out) >= FLUSH_AT:
+                    self.seq = seq
+                    self.pos = base + p
+                    self.out = bytearray()
+                    self.stats.bytes_sent += len(out)
+                    self.writer.write(out)
+                    await self.writer.drain()
+                    out = self.out
+        finally:
+            self.seq = seq
+            self.stats.events_sent += sent
+        self.pos = base + p
+        self.last_event_pos = self.last_byte = base + p
+        return p
+
+    def _gtid_action(self, mv: memoryview, p: int, end: int, flags: int, base: int) -> int:
+        """The answer for a GTID event whose action depends on its FL_STANDALONE bit."""
+        if end - p < HEADER_LEN + 13:
+            self.last_event_pos = base + p
+            self.last_byte = base + end
+            raise DumpError("Failed to read Gtid_log_event: corrupt binlog")
+        return int(self.table.lookup(GTID_EVENT, flags, bool(mv[p + HEADER_LEN + 12] & 1)))
+
+    def _slow_decide(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
+        """Per-event path while a GTID start position is pending or GTID state is tracked."""
+        sk = self.skipper
+        if typ == GTID_EVENT:
+            try:
+                d, s, n, flags2 = peek_gtid(mv, p)
+            except ValueError as e:
+                self.last_event_pos = base + p
+                self.last_byte = base + end
+                raise DumpError("Failed to read Gtid_log_event: corrupt binlog") from e
+            g = Gtid(d, s, n)
+            if self.state is not None:
+                self.state.update(g)
+            if sk is not None and not sk.reached:
+                try:
+                    if sk.on_gtid(g, flags2):
+                        return _HOLE
+                except GtidStartError as e:
+                    raise DumpError(e.text(), suffix=False) from e
+            return int(self.table.lookup(typ, flags, bool(flags2 & 1)))
+        if typ == GTID_LIST_EVENT and self.state is not None and not self.state:
+            data_end = end - (CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0)
+            try:
+                gl, _ = peek_gtid_list(mv, p, data_end)
+                self.state.load(gl)
+            except ValueError:
+                pass
+        if sk is not None and sk.skip:
+            tail = None
+            if typ in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
+                data_end = end - (CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0)
+                tail = bytes(mv[max(p, data_end - 9) : data_end])
+            if sk.in_skipped_group(typ, tail):
+                return _HOLE
+        a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
+        if a == Action.PEEK_GTID:  # only GTID events, handled above
+            a = Action.SEND
+        return int(a)
+
+    def _send_fake_list(self, log_pos: int) -> None:
+        assert self.state is not None
+        checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
+        self._put_event(fake_gtid_list(self.server_id, log_pos, self.state.as_list(), checksum))
+        self.stats.fakes += 1
+
+    def _rewrite(self, action: int, ev: memoryview, pos: int) -> None:
+        checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
+        try:
+            if action == Action.DUMMY:
+                self._put_event(dummy_event(ev, checksum))
+                self.stats.dummies += 1
+            elif action == Action.BEGIN:
+                self._put_event(begin_event(ev, checksum))
+                self.stats.begins += 1
+        except RewriteError as e:
+            self.last_event_pos = pos
+            self.last_byte = pos + len(ev)
+            typ = ev[4]
+            if action == Action.BEGIN:
+                msg = "Failed to replace GTID event with backwards-compatible event: currupt event."
+            elif typ == 160:
+                msg = "Failed to replace annotate_rows event with dummy: too small event."
+            else:
+                msg = "Failed to replace binlog checkpoint or gtid list event with dummy: too small event."
+            raise DumpError(msg) from e

@@ -1,0 +1,153 @@
+"""GTID connect: validate `@slave_connect_state`, choose the start file, skip groups up to the position.
+
+Follows MariaDB's `check_slave_start_position`, `gtid_find_binlog_file` and the GTID branch of
+`send_event_to_slave` (dump-protocol.md 6.2 item 2-3, 9.3-9.5). The per-event send rules stay in
+`server.decision`; this module only says which leading groups the replica already has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from protocol.constants import (
+    ANNOTATE_ROWS_EVENT,
+    ER_GTID_POSITION_NOT_FOUND_IN_BINLOG,
+    ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2,
+    ER_GTID_START_FROM_BINLOG_HOLE,
+    FL_STANDALONE,
+    GTID_EVENT,
+    INTVAR_EVENT,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    RAND_EVENT,
+    TABLE_MAP_EVENT,
+    USER_VAR_EVENT,
+    XID_EVENT,
+)
+from protocol.gtid import BinlogState, Gtid
+
+PART_OF_GROUP = frozenset({GTID_EVENT, INTVAR_EVENT, RAND_EVENT, USER_VAR_EVENT, TABLE_MAP_EVENT,
+                           ANNOTATE_ROWS_EVENT})
+
+NOT_FOUND_ANY_FILE = (
+    "Could not find GTID state requested by slave in any binlog files. "
+    "Probably the slave state is too old and required binlog files have been purged."
+)
+
+
+class GtidStartError(Exception):
+    """A GTID start position the binlog cannot serve; `code` is MariaDB's (sent as 1236)."""
+
+    def __init__(self, code: int, gtid: Gtid) -> None:
+        self.code = code
+        self.gtid = gtid
+        super().__init__(self.text())
+
+    def text(self) -> str:
+        g = self.gtid
+        if self.code == ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2:
+            return (f"Error: connecting slave requested to start from GTID {g}, which is not in the master's "
+                    "binlog. Since the master's binlog contains GTIDs with higher sequence numbers, it probably "
+                    "means that the slave has diverged due to executing extra erroneous transactions")
+        if self.code == ER_GTID_START_FROM_BINLOG_HOLE:
+            return (f"The binlog on the master is missing the GTID {g} requested by the slave (even though both "
+                    "a prior and a subsequent sequence number does exist), and GTID strict mode is enabled")
+        return f"Error: connecting slave requested to start from GTID {g}, which is not in the master's binlog"
+
+
+def check_start_position(requested: dict[int, Gtid], binlog: BinlogState, ignore_duplicates: bool) -> set[int]:
+    """Refuse GTIDs the binlog never had; return the domains the binlog does not know yet
+    (START_ON_EMPTY_DOMAIN: accepted now, checked again if the domain shows up)."""
+    empty: set[int] = set()
+    for d, g in requested.items():
+        seq = binlog.seq_of(d, g.server)
+        if seq is not None and seq >= g.seq:
+            continue
+        last = binlog.last(d)
+        if last is None:
+            empty.add(d)
+            continue
+        if ignore_duplicates and last.seq < g.seq:
+            continue
+        code = ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2 if last.seq >= g.seq else ER_GTID_POSITION_NOT_FOUND_IN_BINLOG
+        raise GtidStartError(code, g)
+    return empty
+
+
+def file_acceptable(requested: dict[int, Gtid], gtid_list: list[Gtid]) -> bool:
+    """Can the dump start in a file whose head GTID_LIST is `gtid_list`? (contains_all_slave_gtid)"""
+    for i, g in enumerate(gtid_list):
+        want = requested.get(g.domain)
+        if want is None:
+            return False
+        if want.server == g.server:
+            if want.seq < g.seq:
+                return False
+            if want.seq == g.seq and any(
+                later.domain == g.domain and later.seq > g.seq for later in gtid_list[i + 1 :]
+            ):
+                return False
+    return True
+
+
+class Skip(IntEnum):
+    NOT = 0
+    STANDALONE = 1
+    TRANSACTION = 2
+
+
+@dataclass
+class GtidSkipper:
+    """Drops the groups the replica already has; says when the fake GTID_LIST is due."""
+
+    pending: dict[int, Gtid]  # domains whose start position is not reached yet
+    strict: bool
+    empty_domains: set[int]
+    skip: Skip = Skip.NOT
+    fake_list_due: bool = False
+
+    @property
+    def reached(self) -> bool:
+        return not self.pending
+
+    def on_gtid(self, g: Gtid, flags2: int) -> bool:
+        """Called for every GTID event while domains are pending; True = drop this group."""
+        want = self.pending.get(g.domain)
+        if want is None:
+            return False
+        if g.domain in self.empty_domains:
+            self.empty_domains.discard(g.domain)
+            if want.server != g.server or g.seq < want.seq:
+                raise GtidStartError(ER_GTID_POSITION_NOT_FOUND_IN_BINLOG, want)
+        drop = g.server != want.server or g.seq <= want.seq
+        if g.server == want.server and g.seq >= want.seq:
+            if self.strict and g.seq > want.seq:
+                raise GtidStartError(ER_GTID_START_FROM_BINLOG_HOLE, want)
+            del self.pending[g.domain]
+            self.fake_list_due = True
+        if drop:
+            self.skip = Skip.STANDALONE if flags2 & FL_STANDALONE else Skip.TRANSACTION
+        return drop
+
+    def in_skipped_group(self, type_code: int, query_tail: bytes | None) -> bool:
+        """Called for non-GTID events: True = drop (the event belongs to a group being skipped)."""
+        if self.skip is Skip.NOT:
+            return False
+        if self.skip is Skip.STANDALONE:
+            if type_code not in PART_OF_GROUP:
+                self.skip = Skip.NOT
+            return True
+        if type_code == XID_EVENT or (
+            type_code in (QUERY_EVENT, QUERY_COMPRESSED_EVENT)
+            and query_tail is not None
+            and (query_tail.endswith(b"\0COMMIT") or query_tail.endswith(b"\0ROLLBACK"))
+        ):
+            self.skip = Skip.NOT
+        return True
+
+    def take_fake_list(self) -> bool:
+        if self.fake_list_due and self.skip is Skip.NOT:
+            self.fake_list_due = False
+            return True
+        return False

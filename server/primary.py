@@ -1,0 +1,148 @@
+"""The primary's shared state: the store, the registered replicas, the running dumps.
+
+`Primary` is also the `ServerView` the SQL surface reads (SHOW MASTER STATUS, @@gtid_binlog_pos...).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from dataclasses import dataclass
+
+from protocol.binlog_file import scan
+from protocol.commands import RegisterSlave
+from protocol.constants import (
+    BIN_LOG_HEADER_SIZE,
+    BINLOG_CHECKSUM_ALG_CRC32,
+    ER_ERROR_WHEN_EXECUTING_COMMAND,
+    ER_SLAVE_SAME_ID,
+    GTID_EVENT,
+)
+from protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
+
+from .decision import Compat
+from .dump import DumpStream
+from .sql_surface import SqlError
+from .store import BinlogStore, StoreError
+
+log = logging.getLogger("binlogd.primary")
+
+VERSION = "10.11.19-MariaDB-binlogd-log"
+
+
+@dataclass
+class SlaveHost:
+    server_id: int
+    host: str
+    port: int
+    master_id: int
+
+
+class Primary:
+    def __init__(self, store: BinlogStore, server_id: int, compat: Compat = Compat.BINLOGD,
+                 gtid_domain_id: int = 0) -> None:
+        self.store = store
+        self.server_id = server_id
+        self.compat = compat
+        self.version = VERSION
+        self._gtid_domain_id = gtid_domain_id
+        self.slaves: dict[int, SlaveHost] = {}
+        self.dumps: dict[int, DumpStream] = {}
+        self.hostname = socket.gethostname()
+
+    # --- replicas -----------------------------------------------------------------------------------
+    def register_slave(self, cmd: RegisterSlave, peer_host: str) -> None:
+        host = cmd.host or peer_host
+        self.slaves[cmd.server_id] = SlaveHost(cmd.server_id, host, cmd.port, cmd.master_id or self.server_id)
+        log.info("replica server_id=%d registered (host %s port %d)", cmd.server_id, host, cmd.port)
+
+    def unregister_slave(self, server_id: int) -> None:
+        self.slaves.pop(server_id, None)
+
+    def start_dump(self, dump: DumpStream, replica_server_id: int) -> None:
+        """Kill an older dump of the same server_id (MariaDB kill_zombie_dump_threads)."""
+        if replica_server_id == 0:
+            return
+        old = self.dumps.get(replica_server_id)
+        if old is not None and old is not dump:
+            old.kill(ER_SLAVE_SAME_ID, "A slave with the same server_uuid/server_id is already connected")
+        self.dumps[replica_server_id] = dump
+
+    def end_dump(self, dump: DumpStream, replica_server_id: int) -> None:
+        if self.dumps.get(replica_server_id) is dump:
+            del self.dumps[replica_server_id]
+
+    # --- ServerView for the SQL surface ---------------------------------------------------------------
+    def binlog_checksum(self) -> str:
+        try:
+            alg = self.store.head(self.store.active()).checksum_alg
+        except (OSError, StoreError, ValueError):
+            return "CRC32"
+        return "CRC32" if alg == BINLOG_CHECKSUM_ALG_CRC32 else "NONE"
+
+    def gtid_binlog_pos(self) -> str:
+        return format_gtid_list(self.store.binlog_state().current_pos())
+
+    def gtid_domain_id(self) -> int:
+        return self._gtid_domain_id
+
+    def binary_logs(self) -> list[tuple[str, int]]:
+        return [(n, self.store.end_of(n)) for n in self.store.files()]
+
+    def master_status(self) -> tuple[str, int] | None:
+        name = self.store.active()
+        return name, self.store.end_of(name)
+
+    def slave_hosts(self) -> list[tuple[int, str, int, int]]:
+        return [(s.server_id, s.host, s.port, s.master_id) for s in self.slaves.values()]
+
+    def binlog_events(self, file: str | None, pos: int | None, offset: int,
+                      limit: int | None) -> list[tuple[str, int, str, int, int, str]]:
+        """SHOW BINLOG EVENTS (MariaDB mysql_show_binlog_events: errors are 1220 with its texts)."""
+        from protocol.describe import describe
+
+        def fail(why: str) -> SqlError:
+            return SqlError(ER_ERROR_WHEN_EXECUTING_COMMAND, f"Error when executing command SHOW BINLOG EVENTS: {why}")
+
+        names = self.store.files()
+        name = file if file else names[0]
+        if name not in names:
+            raise fail("Could not find target log")
+        with open(self.store.path(name), "rb") as f:
+            data = f.read()
+        start = max(BIN_LOG_HEADER_SIZE, pos or 0)
+        if pos is not None and pos > len(data):
+            raise fail(f"Invalid pos specified. Requested from pos:{pos} is greater than actual file size:"
+                       f"{len(data)}\n")
+        head = self.store.head(name)
+        res = scan(data)
+        starts = {e.pos for e in res.events}
+        if start not in starts and start != res.end:
+            raise fail("Wrong offset or I/O error")
+        rows: list[tuple[str, int, str, int, int, str]] = []
+        for ev in res.events:
+            if ev.pos < start:
+                continue
+            etype, info = describe(data[ev.pos : ev.end], head.checksum_alg)
+            rows.append((name, ev.pos, etype, ev.server_id, ev.log_pos, info))
+        end = None if limit is None else offset + limit
+        return rows[offset:end]
+
+    def binlog_gtid_pos(self, file: str, pos: int) -> str | None:
+        """The GTID position matching file/pos (BINLOG_GTID_POS()); NULL for an unknown file or a position
+        inside an event."""
+        if not file or not self.store.has(file):
+            return None
+        head = self.store.head(file)
+        state = BinlogState()
+        state.load(head.gtid_list or [])
+        with open(self.store.path(file), "rb") as f:
+            data = f.read(max(pos, BIN_LOG_HEADER_SIZE))
+        res = scan(data)
+        if pos != BIN_LOG_HEADER_SIZE and pos not in {e.end for e in res.events}:
+            return None  # not an event boundary: MariaDB has no GTID position for it either
+        for ev in res.events:
+            if ev.type_code == GTID_EVENT and ev.end <= pos:
+                d, s, n, _ = peek_gtid(data, ev.pos)
+                state.update(Gtid(d, s, n))
+        return format_gtid_list(state.current_pos())

@@ -1,0 +1,224 @@
+"""The binlog store: a directory of real binlog files plus an index, like a MariaDB datadir's binlog.
+
+Readers (dump streams, SHOW statements) ask the store which files exist, how far each is readable,
+and wait on it for growth. Sources that append (standalone writer, relay) call `notify()`; the
+read-only directory source watches the files itself (an external writer, e.g. a copy in progress).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.binlog_file import BinlogFormatError, fde_checksum_alg, scan
+from protocol.constants import (
+    BINLOG_MAGIC,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    HEADER_LEN,
+    ROTATE_EVENT,
+    START_ENCRYPTION_EVENT,
+    STOP_EVENT,
+)
+from protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
+
+log = logging.getLogger("binlogd.store")
+
+_NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
+
+
+class StoreError(Exception):
+    """The directory cannot be served (no binlogs, unreadable index, mixed base names...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileHead:
+    """What the start of a binlog file says: its checksum algorithm, FDE end and first GTID_LIST."""
+
+    checksum_alg: int
+    fde_end: int
+    gtid_list: list[Gtid] | None  # None for a file without GTID_LIST (pre-10.0)
+
+
+class BinlogStore:
+    def __init__(self, directory: Path, basename: str | None = None) -> None:
+        self.directory = Path(directory)
+        if not self.directory.is_dir():
+            raise StoreError(f"binlog directory {self.directory} does not exist")
+        self.basename = basename or self._guess_basename()
+        self.index_path = self.directory / f"{self.basename}.index"
+        self._cond = asyncio.Condition()
+        self._version = 0
+        self._heads: dict[str, FileHead] = {}
+        self._state_cache: tuple[tuple[str, int], BinlogState] | None = None
+        self.files()  # fail early on an unusable directory
+
+    # --- inventory ---------------------------------------------------------------------------------
+    def _guess_basename(self) -> str:
+        indexes = sorted(p.stem for p in self.directory.glob("*.index"))
+        if len(indexes) == 1:
+            return indexes[0]
+        bases = sorted({m["base"] for p in self.directory.iterdir() if (m := _NUMBERED.match(p.name))})
+        if len(bases) == 1:
+            return bases[0]
+        if not bases:
+            raise StoreError(f"no binlog files (NAME.000001 ...) in {self.directory}")
+        raise StoreError(f"several binlog base names in {self.directory}: {', '.join(bases)}; pass --basename")
+
+    def files(self) -> list[str]:
+        """Binlog file names in index order (the index when present, else numbered files)."""
+        if self.index_path.exists():
+            names = []
+            for line in self.index_path.read_text().splitlines():
+                line = line.strip()
+                if line:
+                    names.append(os.path.basename(line))
+        else:
+            found = [
+                (int(m["num"]), p.name)
+                for p in self.directory.iterdir()
+                if (m := _NUMBERED.match(p.name)) and m["base"] == self.basename
+            ]
+            names = [n for _, n in sorted(found)]
+        if not names:
+            raise StoreError(f"no binlog files named {self.basename}.NNNNNN in {self.directory}")
+        return names
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+    def has(self, name: str) -> bool:
+        return name in self.files()
+
+    def active(self) -> str:
+        return self.files()[-1]
+
+    def next_file(self, name: str) -> str | None:
+        names = self.files()
+        try:
+            i = names.index(name)
+        except ValueError:
+            return None
+        return names[i + 1] if i + 1 < len(names) else None
+
+    def end_of(self, name: str) -> int:
+        """Readable end of a file: everything for closed files; whole events only for the active one."""
+        try:
+            size = self.path(name).stat().st_size
+        except FileNotFoundError:
+            return 0
+        return size
+
+    def is_active(self, name: str) -> bool:
+        return name == self.active()
+
+    # --- file heads ----------------------------------------------------------------------------------
+    def head(self, name: str) -> FileHead:
+        """FDE and first GTID_LIST of a file (cached: a file's head never changes once written)."""
+        cached = self._heads.get(name)
+        if cached is not None:
+            return cached
+        with open(self.path(name), "rb") as f:
+            data = f.read(64 * 1024)
+        if data[:4] != BINLOG_MAGIC:
+            raise BinlogFormatError(f"{name} is not a binlog file (bad magic)")
+        res = scan(data)
+        if not res.events or res.events[0].type_code != FORMAT_DESCRIPTION_EVENT:
+            raise BinlogFormatError("Failed to find format descriptor event in start of binlog")
+        fde = res.events[0]
+        alg = fde_checksum_alg(data[fde.pos : fde.end])
+        gl: list[Gtid] | None = None
+        complete = False
+        for ev in res.events[1:]:
+            if ev.type_code in (ROTATE_EVENT, STOP_EVENT, FORMAT_DESCRIPTION_EVENT, START_ENCRYPTION_EVENT):
+                continue
+            if ev.type_code == GTID_LIST_EVENT:
+                gl, _ = peek_gtid_list(data, ev.pos, ev.end - (4 if alg else 0))
+            complete = True
+            break
+        h = FileHead(alg, fde.end, gl)
+        if complete or not self.is_active(name):
+            self._heads[name] = h
+        return h
+
+    def binlog_state(self) -> BinlogState:
+        """GTID state at the end of the binlog: the active file's GTID_LIST plus its GTID events."""
+        name = self.active()
+        end = self.end_of(name)
+        if self._state_cache and self._state_cache[0] == (name, end):
+            return self._state_cache[1].copy()
+        head = self.head(name)
+        state = BinlogState()
+        state.load(head.gtid_list or [])
+        with open(self.path(name), "rb") as f:
+            data = f.read(end)
+        for ev in scan(data).events:
+            if ev.type_code == GTID_EVENT and ev.length >= HEADER_LEN + 13:
+                d, s, n, _ = peek_gtid(data, ev.pos)
+                state.update(Gtid(d, s, n))
+        self._state_cache = ((name, end), state)
+        return state.copy()
+
+    def event_positions(self, name: str) -> list[int]:
+        with open(self.path(name), "rb") as f:
+            data = f.read(self.end_of(name))
+        return [e.pos for e in scan(data).events]
+
+    # --- change notification --------------------------------------------------------------------------
+    async def notify(self) -> None:
+        """Wake every waiting dump stream (called by sources after an append or a rotation)."""
+        async with self._cond:
+            self._version += 1
+            self._cond.notify_all()
+
+    async def wait_change(self, version: int, timeout: float | None) -> int:
+        """Wait until the store changed after `version` (or timeout); return the current version."""
+        async with self._cond:
+            if self._version == version:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._cond.wait_for(lambda: self._version != version), timeout)
+            return self._version
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+
+class DirectoryWatcher:
+    """Polls a read-only directory for growth (someone else writes the files) and notifies waiters."""
+
+    def __init__(self, store: BinlogStore, interval: float = 0.5) -> None:
+        self.store = store
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+
+    def _snapshot(self) -> tuple[tuple[str, ...], int]:
+        try:
+            names = tuple(self.store.files())
+            return names, self.store.end_of(names[-1])
+        except (OSError, StoreError):
+            return (), 0
+
+    async def _run(self) -> None:
+        last = self._snapshot()
+        while True:
+            await asyncio.sleep(self.interval)
+            now = await asyncio.to_thread(self._snapshot)
+            if now != last:
+                last = now
+                await self.store.notify()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="directory-watcher")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
