@@ -238,3 +238,70 @@ SQLSTATE: Final[dict[int, bytes]] = {
     ER_WRONG_TYPE_FOR_VAR: b"42000",
     ER_MALFORMED_PACKET: b"HY000",
 }
+
+# --- event-body details (appended for protocol/events.py and protocol/describe.py) --------------------
+GTID_HEADER_LEN: Final = 19  # minimum GTID body; shorter bodies are padded with zeros
+HB_SUB_HEADER_LEN: Final = 8  # heartbeat u64 position sub-header (header log_pos == 0)
+
+# GTID flags_extra (MariaDB Gtid_log_event; values checked against 10.11 binlogs)
+FL_EXTRA_MULTI_ENGINE_E1: Final = 1
+FL_START_ALTER_E1: Final = 2
+FL_COMMIT_ALTER_E1: Final = 4
+FL_ROLLBACK_ALTER_E1: Final = 8
+
+# MySQL Q_UPDATED_DB_NAMES limits
+MAX_DBS_IN_EVENT_MTS: Final = 16
+OVER_MAX_DBS_IN_EVENT_MTS: Final = 254
+
+# Query flags2 bits that SHOW BINLOG EVENTS prints as "set ...;" (observed in MariaDB 10.11 binlogs)
+OPTION_AUTO_IS_NULL: Final = 1 << 14
+OPTION_NO_CHECK_CONSTRAINT_CHECKS: Final = 1 << 15
+OPTION_NO_FOREIGN_KEY_CHECKS: Final = 1 << 26
+OPTION_RELAXED_UNIQUE_CHECKS: Final = 1 << 27
+OPTION_IF_EXISTS: Final = 1 << 28
+
+# rows-event flags (Rows_log_event::enum_flag)
+STMT_END_F: Final = 1
+NO_FOREIGN_KEY_CHECKS_F: Final = 1 << 1
+RELAXED_UNIQUE_CHECKS_F: Final = 1 << 2
+COMPLETE_ROWS_F: Final = 1 << 3
+
+# USER_VAR value types (Item_result) and flags
+STRING_RESULT: Final = 0
+REAL_RESULT: Final = 1
+INT_RESULT: Final = 2
+ROW_RESULT: Final = 3
+DECIMAL_RESULT: Final = 4
+USER_VAR_UNSIGNED_F: Final = 1
+
+# INCIDENT numbers
+INCIDENT_NONE: Final = 0
+INCIDENT_LOST_EVENTS: Final = 1
+
+# --- error codes used by the SQL surface (server/sql_surface.py); texts checked with MariaDB 10.11.19 perror --
+ER_DBACCESS_DENIED_ERROR: Final = 1044
+ER_BAD_FIELD_ERROR: Final = 1054
+ER_EMPTY_QUERY: Final = 1065
+ER_NO_TABLES_USED: Final = 1096
+ER_UNKNOWN_TABLE: Final = 1109
+ER_UNKNOWN_CHARACTER_SET: Final = 1115
+ER_NO_SUCH_TABLE: Final = 1146
+ER_BAD_TABLE_ERROR: Final = 1051
+ER_TOO_MANY_ROWS: Final = 1172
+ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT: Final = 1222
+ER_LOCAL_VARIABLE: Final = 1228
+ER_GLOBAL_VARIABLE: Final = 1229
+ER_OPERAND_COLUMNS: Final = 1241
+ER_SUBQUERY_NO_1_ROW: Final = 1242
+ER_COLLATION_CHARSET_MISMATCH: Final = 1253
+ER_VARIABLE_IS_NOT_STRUCT: Final = 1272
+ER_UNKNOWN_COLLATION: Final = 1273
+ER_TRUNCATED_WRONG_VALUE: Final = 1292
+ER_UNKNOWN_TIME_ZONE: Final = 1298
+ER_SP_FETCH_NO_DATA: Final = 1329
+ER_DIVISION_BY_ZERO: Final = 1365
+ER_ILLEGAL_VALUE_FOR_TYPE: Final = 1367
+ER_TOO_BIG_PRECISION: Final = 1426
+ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT: Final = 1582
+ER_VARIABLE_IS_READONLY: Final = 1621
+ER_DATA_OUT_OF_RANGE: Final = 1690

@@ -1,7 +1,8 @@
 """Test harness: private real MariaDB servers and the binlogd server as subprocesses.
 
-Import as ``from harness import MariaDB, Binlogd`` (tests/ is on sys.path because tests/conftest.py
-lives there without an __init__.py). Fixtures wrapping these live in tests/conftest.py.
+Import as ``from tests.harness import MariaDB, Binlogd`` (pyproject's ``pythonpath = ["."]`` puts the
+repository root on sys.path). Do not also import it as plain ``harness`` (possible because tests/ has no
+__init__.py): that would load a second copy of the modules. Fixtures live in tests/conftest.py.
 """
 
 from .binlogd import REPO_ROOT, Binlogd, BinlogdStartError

@@ -18,7 +18,7 @@ from typing import Any
 
 import pymysql
 
-from .mariadb import HOST, HarnessError, _register_live, _tail, _unregister_live, free_port
+from .mariadb import HOST, HarnessError, _register_live, _tail, _unregister_live, free_port, listens_on
 
 __all__ = ["REPO_ROOT", "Binlogd", "BinlogdStartError"]
 
@@ -36,55 +36,6 @@ class BinlogdStartError(HarnessError):
         self.port_in_use = port_in_use
 
 
-def _listen_inodes(port: int) -> set[str]:
-    """Socket inodes listening on TCP ``port`` (IPv4 and IPv6), from /proc/net/tcp{,6}."""
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f, None)
-                for line in f:
-                    parts = line.split()
-                    if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
-                        inodes.add(parts[9])
-        except OSError:
-            continue
-    return inodes
-
-
-def _process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (via /proc/PID/task/*/children)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                with contextlib.suppress(OSError), open(f"/proc/{p}/task/{task}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-    return out
-
-
-def listens_on(pid: int, port: int) -> bool:
-    """True if ``pid`` (or a child of it) holds a listening socket on ``port``.
-
-    Used so that readiness is never concluded from somebody else's server that owns the port, and
-    so that nothing connects before the server listens.
-    """
-    inodes = _listen_inodes(port)
-    if not inodes:
-        return False
-    wanted = {f"socket:[{i}]" for i in inodes}
-    for p in _process_tree(pid):
-        fd_dir = f"/proc/{p}/fd"
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(fd_dir):
-                with contextlib.suppress(OSError):
-                    if os.readlink(f"{fd_dir}/{fd}") in wanted:
-                        return True
-    return False
-
-
 class Binlogd:
     """One ``server.cli serve`` subprocess. Create with :meth:`start`; always :meth:`stop`."""
 
@@ -99,9 +50,7 @@ class Binlogd:
         self._log_offset = 0
 
     def __repr__(self) -> str:
-        return (
-            f"<Binlogd {self.host}:{self.port} pid={self.pid} {'running' if self.is_running else 'stopped'}>"
-        )
+        return f"<Binlogd {self.host}:{self.port} pid={self.pid} {'running' if self.is_running else 'stopped'}>"
 
     @classmethod
     def start(
@@ -172,9 +121,7 @@ class Binlogd:
             return f"pid {self.pid} does not listen on port {self.port} yet"
         try:
             # autocommit=None: no SET AUTOCOMMIT round trip, the probe sends exactly one query.
-            conn = self.connect(
-                user=user, password=password, connect_timeout=2, read_timeout=5, autocommit=None
-            )
+            conn = self.connect(user=user, password=password, connect_timeout=2, read_timeout=5, autocommit=None)
         except pymysql.Error as e:
             return f"pymysql connect: {e!r}"
         try:
@@ -198,8 +145,7 @@ class Binlogd:
                 rc = self.kill9()  # leftovers of its process group, then reap
                 tail = self.log_tail()
                 raise BinlogdStartError(
-                    f"binlogd exited with {rc} while starting: {' '.join(self.cmd)}\n"
-                    f"{self.log_path} tail:\n{tail}",
+                    f"binlogd exited with {rc} while starting: {' '.join(self.cmd)}\n{self.log_path} tail:\n{tail}",
                     port_in_use="Address already in use" in tail or "Errno 98" in tail,
                 )
             why = self._probe(user, password) or ""

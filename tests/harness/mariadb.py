@@ -49,6 +49,7 @@ __all__ = [
     "find_binary",
     "free_port",
     "kill_all_live",
+    "listens_on",
     "make_primary_from_binlogs",
     "pid_exited",
     "wait_until",
@@ -192,6 +193,55 @@ def pid_exited(pid: int, proc: subprocess.Popen[bytes] | None = None) -> bool:
     return False
 
 
+def _listen_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP ``port`` (IPv4 and IPv6), from /proc/net/tcp{,6}."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f, None)
+                for line in f:
+                    parts = line.split()
+                    if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(parts[9])
+        except OSError:
+            continue
+    return inodes
+
+
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (via /proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                with contextlib.suppress(OSError), open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+    return out
+
+
+def listens_on(pid: int, port: int) -> bool:
+    """True if ``pid`` (or a child of it) holds a listening socket on ``port``.
+
+    Used so that readiness is never concluded from somebody else's server that owns the port, and
+    so that nothing connects before the server listens.
+    """
+    inodes = _listen_inodes(port)
+    if not inodes:
+        return False
+    wanted = {f"socket:[{i}]" for i in inodes}
+    for p in _process_tree(pid):
+        fd_dir = f"/proc/{p}/fd"
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(fd_dir):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"{fd_dir}/{fd}") in wanted:
+                        return True
+    return False
+
+
 def wait_until(
     predicate: Callable[[], T],
     timeout: float,
@@ -328,9 +378,7 @@ class MariaDB:
 
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"
-        return (
-            f"<MariaDB {self.name} {self.host}:{self.port} server_id={self.server_id} pid={self.pid} {state}>"
-        )
+        return f"<MariaDB {self.name} {self.host}:{self.port} server_id={self.server_id} pid={self.pid} {state}>"
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -356,9 +404,7 @@ class MariaDB:
         mysqld = _require_binary("mariadbd")
         inst = cls(Path(base_dir), name, server_id, extra_args, port or 0)
         if len(str(inst.socket)) > MAX_SOCKET_PATH:
-            raise ValueError(
-                f"socket path too long for a unix socket ({len(str(inst.socket))}): {inst.socket}"
-            )
+            raise ValueError(f"socket path too long for a unix socket ({len(str(inst.socket))}): {inst.socket}")
         inst.dir.mkdir(parents=True, exist_ok=True)
         if not (inst.datadir / "mysql").is_dir():
             shutil.rmtree(inst.datadir, ignore_errors=True)
@@ -423,9 +469,16 @@ class MariaDB:
             proc.wait(5)
 
     def _is_ours(self) -> bool:
-        """Connect over TCP and check that the server answering is this instance (by datadir)."""
+        """True once THIS mariadbd accepts SQL on our port.
+
+        /proc first (our PID holds the listening socket), so we never connect to a stranger that owns
+        the port (a squatter that never answers would block the probe); then SELECT @@datadir with
+        short timeouts as the final word.
+        """
+        if not listens_on(self.pid, self.port):
+            return False
         try:
-            conn = self.connect(connect_timeout=1)
+            conn = self.connect(connect_timeout=1, read_timeout=2, write_timeout=2)
         except pymysql.Error:
             return False
         try:
@@ -674,6 +727,9 @@ class MariaDB:
         With ``fail_on_error`` a replication thread that stopped with an error ends the wait at once
         (waiting 30 s for a dead SQL thread helps nobody). Raises SlaveWaitError with the full SHOW
         SLAVE STATUS (Last_IO_Error / Last_SQL_Error included). Returns the final status.
+
+        Note: right after CHANGE MASTER TO MASTER_LOG_FILE=f, MASTER_LOG_POS=p the replica already
+        reports f:p as read and executed, so waiting for exactly that position proves nothing.
         """
         deadline = time.monotonic() + timeout
         status: dict[str, Any] = {}
