@@ -401,8 +401,6 @@ def _user_var_info(body: UserVarBody) -> bytes:
         unsigned = body.flags is not None and body.flags & USER_VAR_UNSIGNED_F
         return name + str(number if unsigned else _signed64(number)).encode()
     if body.type == DECIMAL_RESULT:
-        if len(value) < 2:
-            raise EventDecodeError("User var: DECIMAL value shorter than 2 bytes")
         return name + format_decimal(value[0], value[1], value[2:]).encode()
     if body.type == STRING_RESULT:
         names = collation_name(body.charset or 0)

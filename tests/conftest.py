@@ -224,9 +224,15 @@ class MariaDBFactory:
         )
 
     def stop_all(self) -> None:
-        """Stop every instance, replicas before their primaries (reverse order); raise the first error."""
+        """Stop every instance, replicas first, each group in reverse start order; raise the first error.
+
+        Replicas first: a replica whose primary vanished is busy reconnecting, and the primary's
+        shutdown would otherwise also have to end live dump threads.
+        """
+        order = [i for i in reversed(self.instances) if i.is_replica]
+        order += [i for i in reversed(self.instances) if not i.is_replica]
         errors: list[BaseException] = []
-        for inst in reversed(self.instances):
+        for inst in order:
             try:
                 inst.stop()
             except BaseException as e:

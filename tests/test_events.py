@@ -969,6 +969,11 @@ def test_query_round_trip_with_every_known_status_var() -> None:
         assert parse_event(ev, 1).body == body
     over = QueryBody(1, 0, 0, b"", b"x", {Q_UPDATED_DB_NAMES: UpdatedDbNames((), over_max=True)})
     assert parse_query(encode_query(over)) == over
+    # MySQL: a count above 16 (MAX_DBS_IN_EVENT_MTS) means "too many to list", with no names following.
+    assert parse_status_vars(bytes((Q_UPDATED_DB_NAMES, 17))) == ({Q_UPDATED_DB_NAMES: UpdatedDbNames((), True)}, b"")
+    assert parse_status_vars(bytes((Q_UPDATED_DB_NAMES, 1)) + b"db\0")[0] == {
+        Q_UPDATED_DB_NAMES: UpdatedDbNames((b"db",))
+    }
 
 
 def test_unknown_status_var_stops_decoding_and_is_kept() -> None:

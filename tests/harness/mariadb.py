@@ -373,6 +373,7 @@ class MariaDB:
         self.extra_args: list[str] = list(extra_args)
         self.pid: int = 0
         self.start_seconds: float = 0.0  # wall time of the last start (datadir creation + ready)
+        self.is_replica = False  # change_master() was called: teardown stops replicas first
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
 
@@ -430,6 +431,9 @@ class MariaDB:
             f"--bind-address={HOST}",
             f"--log-error={self.error_log}",
             f"--server-id={self.server_id}",
+            # Relay logs named independently of the hostname (mariadbd warns otherwise once a
+            # replica starts); harmless on a primary.
+            "--relay-log=relay-bin",
             *INNODB_ARGS,
             *self.extra_args,
         ]
@@ -679,6 +683,7 @@ class MariaDB:
             parts.append(f"MASTER_HEARTBEAT_PERIOD={float(heartbeat):.3f}")
         parts.append(f"MASTER_CONNECT_RETRY={int(connect_retry)}")
         self.query("CHANGE MASTER TO " + ", ".join(parts), *args)
+        self.is_replica = True
 
     def set_skip_mode(self, mode: SkipMode) -> None:
         """SET GLOBAL replicate_events_marked_for_skip (MariaDB refuses it while the replica runs)."""
