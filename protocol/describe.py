@@ -2,7 +2,8 @@
 
 The Info text follows each event class's pack_info() in MariaDB sql/log_event_server.cc (10.8+ layout),
 corrected where a real 10.11.19 server printed something else (the flags2 "set ...;" prefix of Query
-events); tests/test_events.py pins every format against events and output of a real 10.11 server.
+events). tests/test_events.py pins the formats against events and SHOW BINLOG EVENTS output of a real
+10.11 server; Incident, one-phase XA_prepare and Execute_load_query follow the source alone.
 Events MariaDB itself would refuse to read (types beyond the FDE table, unknown non-ignorable types,
 structurally invalid bodies) raise EventDecodeError, which SHOW BINLOG EVENTS reports as an error.
 """
@@ -110,7 +111,7 @@ _EMPTY_INFO_TYPES: Final = frozenset(
      PRE_GA_UPDATE_ROWS_EVENT, PRE_GA_DELETE_ROWS_EVENT}
 )
 _C_BUF: Final = 255  # my_snprintf(buf[256], ...) in several pack_info()s
-FN_REFLEN_1: Final = 511  # Rotate_log_event keeps at most FN_REFLEN-1 bytes of the name
+_FN_REFLEN_1: Final = 511  # Rotate_log_event keeps at most FN_REFLEN-1 bytes of the name
 
 
 def event_type_name(type_code: int) -> str:
@@ -401,6 +402,8 @@ def _user_var_info(body: UserVarBody) -> bytes:
         unsigned = body.flags is not None and body.flags & USER_VAR_UNSIGNED_F
         return name + str(number if unsigned else _signed64(number)).encode()
     if body.type == DECIMAL_RESULT:
+        if len(value) < 2:
+            raise EventDecodeError("User var: DECIMAL value shorter than 2 bytes")
         return name + format_decimal(value[0], value[1], value[2:]).encode()
     if body.type == STRING_RESULT:
         names = collation_name(body.charset or 0)
@@ -435,7 +438,7 @@ def _info(header: EventHeader, body: object) -> bytes:
         case QueryBody():
             return _query_info(header, body)
         case RotateBody():
-            return body.next_file[:FN_REFLEN_1] + b";pos=%d" % body.position
+            return body.next_file[:_FN_REFLEN_1] + b";pos=%d" % body.position
         case XidBody():
             return b"COMMIT /* xid=%d */" % body.xid
         case GtidBody():

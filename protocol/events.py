@@ -978,8 +978,6 @@ def parse_file_id(body: bytes) -> FileIdBody:
 
 
 def parse_xa_prepare(body: bytes) -> XaPrepareBody:
-    if len(body) >= 13 and int.from_bytes(body[5:9], "little") + int.from_bytes(body[9:13], "little") > len(body):
-        raise EventDecodeError("XA_prepare: xid lengths run past the body")
     raw = _parse(_XA_PREPARE, body, "XA_prepare")
     return XaPrepareBody(raw.one_phase != 0, XaId(raw.format_id, raw.gtrid, raw.bqual))
 

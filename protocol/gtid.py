@@ -9,11 +9,16 @@ from .constants import GTID_LIST_COUNT_MASK, HEADER_LEN
 
 
 class GtidError(ValueError):
-    """A GTID position text MariaDB would refuse (ER_INCORRECT_GTID_STATE / ER_DUPLICATE_GTID_DOMAIN)."""
+    """A GTID position text MariaDB refuses: `code` is 1941 (ER_INCORRECT_GTID_STATE) or 1943
+    (ER_DUPLICATE_GTID_DOMAIN), `str()` is MariaDB's message."""
 
-    def __init__(self, message: str, duplicate_domain: bool = False) -> None:
+    def __init__(self, message: str, code: int = 1941) -> None:
         super().__init__(message)
-        self.duplicate_domain = duplicate_domain
+        self.code = code
+
+    @property
+    def duplicate_domain(self) -> bool:
+        return self.code == 1943
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -29,22 +34,24 @@ class Gtid:
 def parse_gtid(text: str) -> Gtid:
     parts = text.strip().split("-")
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise GtidError(f"Could not parse GTID '{text}'")
+        raise GtidError("Could not parse GTID list")
     d, s, n = (int(p) for p in parts)
     if d > 0xFFFFFFFF or s > 0xFFFFFFFF or n > 0xFFFFFFFFFFFFFFFF:
-        raise GtidError(f"GTID '{text}' out of range")
+        raise GtidError("Could not parse GTID list")
     return Gtid(d, s, n)
 
 
 def parse_gtid_list(text: str) -> dict[int, Gtid]:
-    """`d-s-n,d-s-n` -> {domain: Gtid}; at most one GTID per domain, like slave_connection_state::load."""
+    """`d-s-n,d-s-n` -> {domain: Gtid}, like slave_connection_state::load: spaces are allowed, an empty
+    item (`0-1-4,`) is not, and a domain may appear once."""
     out: dict[int, Gtid] = {}
+    if not text.strip():
+        return out
     for item in text.split(","):
-        if not item.strip():
-            continue
         g = parse_gtid(item)
-        if g.domain in out:
-            raise GtidError(f"duplicate domain {g.domain}", duplicate_domain=True)
+        old = out.get(g.domain)
+        if old is not None:
+            raise GtidError(f"GTID {g} and {old} conflict (duplicate domain id {g.domain})", code=1943)
         out[g.domain] = g
     return out
 

@@ -23,7 +23,6 @@ from protocol.constants import (
     CAP_GTID,
     CRC_LEN,
     ER_MASTER_FATAL_ERROR_READING_BINLOG,
-    ER_UNKNOWN_ERROR,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_LIST_EVENT,
@@ -221,8 +220,7 @@ class DumpStream:
         try:
             requested = parse_gtid_list(p.connect_state or "")
         except GtidError as e:
-            raise DumpError("Out of memory or malformed slave request when obtaining start position from GTID "
-                            "state", ER_UNKNOWN_ERROR, suffix=False) from e
+            raise DumpError(str(e), e.code, suffix=False) from e
         binlog = self.store.binlog_state()
         try:
             empty = check_start_position(requested, binlog, p.gtid_ignore_duplicates)
@@ -471,7 +469,7 @@ class DumpStream:
             g = Gtid(d, s, n)
             if self.state is not None:
                 self.state.update(g)
-            if sk is not None and not sk.reached:
+            if sk is not None and sk.pending:
                 try:
                     if sk.on_gtid(g, flags2):
                         return _HOLE

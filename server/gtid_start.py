@@ -109,7 +109,8 @@ class GtidSkipper:
 
     @property
     def reached(self) -> bool:
-        return not self.pending
+        """MariaDB's is_pos_reached(): domains unknown to the binlog (START_ON_EMPTY_DOMAIN) do not count."""
+        return all(d in self.empty_domains for d in self.pending)
 
     def on_gtid(self, g: Gtid, flags2: int) -> bool:
         """Called for every GTID event while domains are pending; True = drop this group."""

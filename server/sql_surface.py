@@ -241,18 +241,18 @@ def _lex(sql: str, version_id: int, backslash_escapes: bool = True, ansi_quotes:
             continue
         if c == "/" and sql.startswith("/*", i):
             k = i + 2
-            executable = False
+            executable = mariadb_only = False
             if sql.startswith("!", k):
                 executable, k = True, k + 1
             elif sql.startswith("M!", k):
-                executable, k = True, k + 2
+                executable, mariadb_only, k = True, True, k + 2
             if executable:
                 m = re.match(r"\d{5,6}", sql[k : k + 6])
                 digits = m.group(0) if m else ""
-                if len(digits) == 6 and int(digits) > 999999:
-                    digits = digits[:5]
-                if digits and int(digits) > version_id:
-                    executable = False  # a newer server's code: a plain comment for us
+                v = int(digits) if digits else 0
+                # a newer server's code, or MySQL >= 5.7 code (5-digit 50700..99999): a plain comment for us
+                if v > version_id or (len(digits) == 5 and v >= 50700 and not mariadb_only):
+                    executable = False
                 else:
                     in_exec += 1
                     i = k + len(digits)
@@ -2070,6 +2070,8 @@ class _Stmt:
 
     def set_item(self, p: _Parser, scope: str) -> tuple[_SetItem, str]:
         t = p.peek()
+        if t.kind == "OP" and t.text == "@":
+            p.fail(p.peek(1))  # '@ x': MariaDB complains at the name
         if t.kind == "UVAR":
             p.next()
             if p.accept_op("=", ":=") is None:

@@ -150,17 +150,26 @@ def test_whole_event_entry_points_on_random_bytes(data: bytes) -> None:
     _all_entry_points(data)
 
 
-@pytest.mark.parametrize("type_code", range(256))
-@settings(max_examples=12, deadline=None, database=None)
+EDGE_BODIES = (b"", b"\0", bytes(6), bytes(13), bytes(19), bytes(40), b"\xff" * 40, b"\xfb" * 12, bytes(range(64)))
+
+
+def test_every_type_code_with_edge_bodies() -> None:
+    for type_code in range(256):
+        for body in EDGE_BODIES:
+            for flags, checksum in ((0, True), (0x0080, True), (0x0008, False)):
+                _all_entry_points(build_event(type_code=type_code, body=body, checksum=checksum, flags=flags))
+
+
+@settings(max_examples=1500, deadline=None, database=None)
 @given(
+    type_code=st.integers(0, 255),
     body=st.binary(max_size=120),
     flags=st.sampled_from([0, 0x0008, 0x0080, 0x8000, 0x0001, 0xFFFF]),
     log_pos=st.sampled_from([0, 4, 1000, 2**32 - 1]),
     checksum=st.booleans(),
 )
-def test_every_type_code_with_random_bodies(
-    type_code: int, body: bytes, flags: int, log_pos: int, checksum: bool
-) -> None:
+def test_every_type_code_with_random_bodies(type_code: int, body: bytes, flags: int, log_pos: int,
+                                            checksum: bool) -> None:
     event = build_event(type_code=type_code, body=body, checksum=checksum, flags=flags, log_pos=log_pos)
     parsed = _checked(parse_event, event, 1 if checksum else 0, verify_crc=True)
     if parsed is not None:

@@ -1,0 +1,86 @@
+"""GTID connect (`@slave_connect_state`): binlogd and a real MariaDB 10.11 primary serving the same binlog
+files answer the same start positions with the same stream, or the same 1236 error text.
+
+The real primary opens one extra binlog file at startup (FDE, GTID_LIST, checkpoint: no transactions), so
+a successful stream is compared up to the end of the copied files.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from protocol.commands import build_binlog_dump
+from tests.dumpclient import DumpCapture, raw_dump
+
+ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle" / "mariadb-10.11" / "dump"
+FILES = [ORACLE / "mysql-bin.000001", ORACLE / "mysql-bin.000002"]
+
+CASES = [
+    # (connect state, strict, ignore_duplicates)
+    ("", 0, 0),
+    ("0-1-4", 0, 0),
+    ("0-1-4", 1, 0),
+    ("0-1-11", 0, 0),
+    ("0-1-12", 0, 0),
+    ("0-1-99", 0, 0),  # beyond the binlog: 1945
+    ("0-1-99", 0, 1),  # ... accepted with ignore_duplicates
+    ("0-7-3", 0, 0),  # a server that never wrote to domain 0, lower seq: 1955 (diverged)
+    ("0-7-99", 0, 0),  # ... higher seq: 1945
+    ("5-1-3", 0, 0),  # a domain the binlog does not know: accepted (START_ON_EMPTY_DOMAIN)
+    ("0-1-4,5-1-3", 0, 0),
+    ("0-1", 0, 0),  # malformed
+    ("0-1-4,0-1-5", 0, 0),  # duplicate domain
+]
+
+
+def _session(state: str, strict: int, dup: int) -> list[str]:
+    return [
+        "SET @master_binlog_checksum= @@global.binlog_checksum",
+        "SET @mariadb_slave_capability=4",
+        f"SET @slave_connect_state='{state}'",
+        f"SET @slave_gtid_strict_mode={strict}",
+        f"SET @slave_gtid_ignore_duplicates={dup}",
+    ]
+
+
+@pytest.fixture
+def pair(tmp_path: Path, mariadb, binlogd):
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for f in FILES:
+        shutil.copy(f, d)
+    real = mariadb.primary_from_binlogs("real", 1, FILES)
+    ours = binlogd(["--binlog-dir", str(d), "--server-id", "1", "--compat", "mariadb"])
+    return real, ours
+
+
+def _dump(server, state: str, strict: int, dup: int) -> DumpCapture:
+    return raw_dump(server.host, server.port, _session(state, strict, dup),
+                    build_binlog_dump(4, 1, 77, "mysql-bin.000001"))
+
+
+def test_gtid_connect_matches_real_primary(pair) -> None:
+    real, ours = pair
+    for state, strict, dup in CASES:
+        want, got = _dump(real, state, strict, dup), _dump(ours, state, strict, dup)
+        label = f"state={state!r} strict={strict} ignore_duplicates={dup}"
+        if want.error is not None:
+            assert got.error == want.error, label
+            assert got.events == want.events, label
+            continue
+        assert got.end == "EOF" and got.error is None, (label, got.error)
+        if want.events[0][27:43] == b"mysql-bin.000003":
+            # the real primary found the position in its own startup file; binlogd has no such file, so it
+            # starts in the last copied one and must send no transaction from it
+            assert [e[4] for e in want.events] == [4, 15, 163, 161], label
+            assert not [e for e in got.events if e[4] in (162, 2, 16, 19, 23, 24, 25, 30, 31, 32)], label
+            continue
+        # binlogd's stream = the real one up to the end of the copied files (then the real primary's
+        # startup file follows: fake ROTATE + FDE + GTID_LIST + checkpoint)
+        n = len(got.events)
+        assert got.events == want.events[:n], label
+        rest = want.events[n:]
+        assert [e[4] for e in rest] == [4, 15, 163, 161], (label, [e[4] for e in rest])
