@@ -28,7 +28,12 @@ mariadb:
 # The main job. Until the standalone writer exists (issue 3) this serves a demo binlog directory
 # (a copy of the MariaDB 10.11 oracle binlogs, or the files you put in $(BINLOG_DIR)).
 run: deps
-	$(BIN)/binlogd demo-dir $(BINLOG_DIR)
+	@[ -e $(BINLOG_DIR)/mysql-bin.index ] || $(BIN)/binlogd demo-dir $(BINLOG_DIR)
+	@echo "binlogd on 127.0.0.1:$(PORT) (server_id $(SERVER_ID)), serving $(BINLOG_DIR). Try:"
+	@echo "  mariadb -h127.0.0.1 -P$(PORT) -uroot -e 'SHOW BINARY LOGS; SHOW BINLOG EVENTS'"
+	@echo "  mariadb-binlog --read-from-remote-server -h127.0.0.1 -P$(PORT) -uroot --to-last-log mysql-bin.000001"
+	@echo "  on a MariaDB replica: CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$(PORT), MASTER_USER='root',"
+	@echo "    MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos; START SLAVE;"
 	$(BIN)/binlogd serve --binlog-dir $(BINLOG_DIR) --port $(PORT) --server-id $(SERVER_ID)
 
 test: deps mariadb

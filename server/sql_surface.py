@@ -159,7 +159,7 @@ _SYNTAX = ("You have an error in your SQL syntax; check the manual that correspo
            "version for the right syntax to use")
 
 
-def _parse_error(sql: str, pos: int, what: str = _SYNTAX, line: int | None = None) -> SqlError:
+def _parse_error(sql: str, pos: int, what: str = _SYNTAX) -> SqlError:
     """ER_PARSE_ERROR '%s near '%-.80T' at line %d': the rest of the query from the failing token.
 
     %-.80T cuts at 80 characters and marks the cut with '...' (77 + 3), as MariaDB 10.11 prints it.
@@ -167,9 +167,16 @@ def _parse_error(sql: str, pos: int, what: str = _SYNTAX, line: int | None = Non
     near = sql[pos:]
     if len(near) > 80:
         near = near[:77] + "..."
-    if line is None:
-        line = sql.count("\n", 0, pos) + 1
+    line = sql.count("\n", 0, pos) + 1
     return SqlError(C.ER_PARSE_ERROR, f"{what} near '{near}' at line {line}")
+
+
+_SPACE = " \t\n\r\v\f"
+
+
+def _trim_query(sql: str) -> str:
+    """What MariaDB's alloc_query() keeps: no leading whitespace, no trailing ';' or whitespace."""
+    return sql.lstrip(_SPACE).rstrip(_SPACE + ";")
 
 
 def _unknown_sysvar(name: str) -> SqlError:
@@ -222,10 +229,16 @@ def _version_id(version: str) -> int:
     return int(m.group(1)) * 10000 + int(m.group(2)) * 100 + int(m.group(3)) if m else 101100
 
 
-def _lex(sql: str, version_id: int, backslash_escapes: bool = True, ansi_quotes: bool = False) -> list[_Tok]:
+def _lex(sql: str, version_id: int, backslash_escapes: bool = True, ansi_quotes: bool = False,
+         hidden: list[tuple[int, int]] | None = None) -> list[_Tok]:
     """Split a statement into tokens, MariaDB-style: comments dropped, /*!NNNNN ... */ executed when
-    NNNNN <= our version (as mysqldump and mariadb-binlog output expect)."""
+    NNNNN <= our version (as mysqldump and mariadb-binlog output expect).
+
+    `hidden` receives the spans MariaDB's preprocessed query text leaves out (executable-comment markers,
+    skipped versioned comments); column names are built from that text.
+    """
     toks: list[_Tok] = []
+    hidden = hidden if hidden is not None else []
     n = len(sql)
     i = 0
     in_exec = 0
@@ -252,11 +265,16 @@ def _lex(sql: str, version_id: int, backslash_escapes: bool = True, ansi_quotes:
                 v = int(digits) if digits else 0
                 # a newer server's code, or MySQL >= 5.7 code (5-digit 50700..99999): a plain comment for us
                 if v > version_id or (len(digits) == 5 and v >= 50700 and not mariadb_only):
-                    executable = False
-                else:
-                    in_exec += 1
-                    i = k + len(digits)
+                    j = sql.find("*/", k)
+                    if j < 0:
+                        raise _parse_error(sql, start)
+                    hidden.append((i, j + 2))
+                    i = j + 2
                     continue
+                in_exec += 1
+                i = k + len(digits)
+                hidden.append((start, i))
+                continue
             j = sql.find("*/", k)
             if j < 0:
                 raise _parse_error(sql, start)
@@ -264,6 +282,7 @@ def _lex(sql: str, version_id: int, backslash_escapes: bool = True, ansi_quotes:
             continue
         if c == "*" and in_exec and sql.startswith("*/", i):
             in_exec -= 1
+            hidden.append((i, i + 2))
             i += 2
             continue
         if c in "'\"" and not (c == '"' and ansi_quotes):
@@ -653,10 +672,6 @@ class _Parser:
 
     def fail(self, t: _Tok | None = None) -> NoReturn:
         t = t or self.peek()
-        if t.kind == "EOF":
-            # MariaDB reports the end of the query on the line of the last real token
-            last = self.toks[-2].pos if len(self.toks) > 1 else 0
-            raise _parse_error(self.sql, len(self.sql), line=self.sql.count("\n", 0, last) + 1)
         raise _parse_error(self.sql, t.pos)
 
     def at_end(self) -> bool:
@@ -1790,11 +1805,14 @@ class _Stmt:
     """One statement: parse, check, execute. Collects warnings for SHOW WARNINGS."""
 
     def __init__(self, sql: str, session: SessionState, server: ServerView) -> None:
-        self.sql = sql
+        # MariaDB's alloc_query() trims leading whitespace and trailing ';' / whitespace before parsing, so
+        # error positions and line numbers count from the first real character.
+        self.sql = _trim_query(sql)
         self.session = session
         self.server = server
         self.warnings: list[tuple[str, int, str]] = []
         self.clears_diagnostics = False
+        self.hidden: list[tuple[int, int]] = []
         modes = str(self.sysvar_session("sql_mode") or "")
         self.modes = set(modes.split(","))
         self.ev = _Eval(self)
@@ -1854,13 +1872,11 @@ class _Stmt:
     def run(self) -> ResultSet | Ok:
         toks = _lex(self.sql, _version_id(self.server.version),
                     backslash_escapes="NO_BACKSLASH_ESCAPES" not in self.modes,
-                    ansi_quotes="ANSI_QUOTES" in self.modes)
+                    ansi_quotes="ANSI_QUOTES" in self.modes, hidden=self.hidden)
+        if not self.sql:
+            raise SqlError(C.ER_EMPTY_QUERY, "Query was empty")
         if toks[0].kind == "EOF":
-            if self.sql.strip():
-                return Ok()  # only comments: MariaDB answers OK
-            raise SqlError(C.ER_EMPTY_QUERY, "Query was empty")
-        if toks[0].kind == "OP" and toks[0].text == ";":
-            raise SqlError(C.ER_EMPTY_QUERY, "Query was empty")
+            return Ok()  # only comments: MariaDB answers OK
         p = _Parser(self.sql, toks, pipes_as_concat="PIPES_AS_CONCAT" in self.modes)
         self.p = p
         first = p.peek()
@@ -1934,10 +1950,22 @@ class _Stmt:
         while isinstance(e, _Op) and e.op in ("()", "+u"):
             e = e.left
         if isinstance(e, _Lit):
-            return _to_text(e.value) if e.is_string else self.sql[e.start : e.end]
+            return _to_text(e.value) if e.is_string else self.source(e.start, e.end)
         if isinstance(e, _Col):
             return e.name
-        return self.sql[it.start : it.end]
+        return self.source(it.start, it.end)
+
+    def source(self, start: int, end: int) -> str:
+        """The statement text between two offsets as MariaDB's preprocessed query shows it."""
+        parts: list[str] = []
+        pos = start
+        for a, b in self.hidden:
+            if b <= pos or a >= end:
+                continue
+            parts.append(self.sql[pos:a])
+            pos = max(pos, b)
+        parts.append(self.sql[pos:end])
+        return "".join(parts)
 
     def table_db(self, db: str | None) -> str:
         if db is None:

@@ -14,8 +14,8 @@ import pytest
 
 from protocol.commands import build_binlog_dump
 from tests.dumpclient import DumpCapture, raw_dump
+from tests.oracle_data import ORACLE
 
-ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle" / "mariadb-10.11" / "dump"
 FILES = [ORACLE / "mysql-bin.000001", ORACLE / "mysql-bin.000002"]
 
 CASES = [

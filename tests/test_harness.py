@@ -22,22 +22,13 @@ import pytest
 import tests.harness.binlogd as hb
 import tests.harness.mariadb as hm
 from tests.harness import REPO_ROOT, BinlogdStartError, MariaDB, SlaveWaitError, free_port
+from tests.oracle_data import oracle_dir
 
 if TYPE_CHECKING:
     from conftest import BinlogdFactory, MariaDBFactory
 
-ORACLE_CANDIDATES = [
-    Path(os.environ["BINLOGD_ORACLE_DIR"]) if os.environ.get("BINLOGD_ORACLE_DIR") else None,
-    REPO_ROOT / "tests" / "data" / "mariadb-10.11" / "dump",
-    Path("/work/shared/oracle/mariadb-10.11/dump"),
-]
-
-
-def _oracle_dir() -> Path | None:
-    for d in ORACLE_CANDIDATES:
-        if d is not None and (d / "mysql-bin.000001").is_file() and (d / "mysql-bin.000002").is_file():
-            return d
-    return None
+def _oracle_dir() -> Path:
+    return oracle_dir()
 
 
 def _gone(pid: int) -> bool:
@@ -184,8 +175,8 @@ def test_skip_replication_filter_on_slave(mariadb: MariaDBFactory) -> None:
 
 def test_primary_serves_copied_oracle_binlogs(mariadb: MariaDBFactory) -> None:
     oracle = _oracle_dir()
-    if oracle is None:
-        pytest.skip(
+    if oracle is None:  # never: oracle_dir() fails the test instead
+        pytest.fail(
             "oracle binlogs not found (set BINLOGD_ORACLE_DIR or copy shared/oracle/mariadb-10.11/dump "
             "to tests/data/mariadb-10.11/dump); test_primary_serves_generated_binlogs covers the mechanism"
         )

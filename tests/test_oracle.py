@@ -20,8 +20,8 @@ import pytest
 
 from tests.dumpclient import raw_dump, split_packets
 from tests.harness.binlogd import Binlogd
+from tests.oracle_data import ORACLE
 
-ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle" / "mariadb-10.11" / "dump"
 CAPTURES = sorted(p.stem for p in ORACLE.glob("*.json"))
 FILE3 = [c for c in CAPTURES if c.startswith("file3_")]
 HEARTBEAT = ["cap4_block_hb1s"]

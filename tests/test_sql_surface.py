@@ -358,7 +358,8 @@ CASES: list[tuple[str, Any]] = [
      "hhhhhhhhh iiiiiiiii jjjjjjjj",
      (1064, SYNTAX.format("bbbbbbbbbbb ccccccccccccc dddddddddddd eeeeeeeeeeee fffffffffff gggggggggg hh...", 1))),
     ("SELECT 1\n, 2 +\n", (1064, SYNTAX.format("", 2))),
-    ("\n\nSELEC 1", (1064, SYNTAX.format("SELEC 1", 3))),
+    ("\n\nSELEC 1", (1064, SYNTAX.format("SELEC 1", 1))),  # MariaDB trims the query first
+    ("SELECT 1 +\n\n;\n", (1064, SYNTAX.format("", 1))),
     # one statement per query: no CLIENT_MULTI_STATEMENTS
     ("SELECT 1; SELECT 2", (1064, SYNTAX.format("SELECT 2", 1))),
     ("SELECT 1;\nSELECT 2", (1064, SYNTAX.format("SELECT 2", 2))),
@@ -378,7 +379,12 @@ CASES: list[tuple[str, Any]] = [
     ("SELECT /*!40101 2 */", ResultSet(["2"], [(2,)])),
     ("SELECT 1 /*!99999 + 1 */", ResultSet(["1"], [(1,)])),
     ("SELECT 1 /*!50700 + 1 */", ResultSet(["1"], [(1,)])),
-    ("SELECT 1 /*M!100100 + 1 */", ResultSet(["1 /*M!100100 + 1"], [(2,)])),
+    ("SELECT 1 /*M!100100 + 1 */", ResultSet(["1  + 1"], [(2,)])),
+    ("SELECT 1 /*!40101 + 1 */ + 1", ResultSet(["1  + 1  + 1"], [(3,)])),
+    ("SELECT /*!40101 1 + */ 1", ResultSet(["1 +  1"], [(2,)])),
+    ("SELECT 1 /*!99999 + 5 */ + 1", ResultSet(["1  + 1"], [(2,)])),
+    ("SELECT 1 /* c */ + 1", ResultSet(["1 /* c */ + 1"], [(2,)])),
+    ("SELECT 1 -- c\n + 1", ResultSet(["1 -- c\n + 1"], [(2,)])),
     ("/*!1 SET @x=10 */", (1064, SYNTAX.format("1 SET @x=10 */", 1))),
     # SHOW
     ("SHOW VARIABLES LIKE 'SERVER_ID'", ResultSet(["Variable_name", "Value"], [("server_id", "1")])),
@@ -1143,7 +1149,10 @@ ORACLE_GROUPS: list[list[str]] = [
      "SELECT 1 garbage garbage", "SELECT 1 'x' 'y' AS z", "SELECT 1 AS 2", "SELECT 1 AS select", "SELECT 1 + NOT 2",
      "SELECT @", "SELECT @ a", "SELECT @@", "SELECT @@global", "SELECT @@ version", "SELECT @@version LIMIT -1",
      "SELECT 1 /* unterminated", "SELECT 1; SELECT 2", "SELECT 1;\nSELECT 2", "SELECT 1;", "SELECT 1;;",
-     "SELECT 1\n, 2 +\n", "\n\nSELEC 1", "SELECT /*!40101 2 */", "SELECT 1 /*!99999 + 1 */", ";",
+     "SELECT 1\n, 2 +\n", "\n\nSELEC 1", "SELECT 1 +\n\n;\n", "SELECT /*!40101 2 */", "SELECT 1 /*!99999 + 1 */",
+     ";", "SELECT 1 /*!50700 + 1 */", "SELECT 1 /*M!100100 + 1 */", "/*!1 SET @x=10 */", "/* only a comment */",
+     "SELECT 1 -- c\n + 1", "SELECT 1; -- c", "SELECT 1 /*!40101 + 1 */ + 1", "SELECT /*!40101 1 + */ 1",
+     "SELECT 1 /*!99999 + 5 */ + 1", "SELECT 1 /* c */ + 1",
      "SHOW BINARY LOG STATUS", "SHOW NOSUCH", "SHOW VARIABLES LIKE", "SHOW VARIABLES LIKE 'a' ESCAPE '|'",
      "SHOW VARIABLES LIKE 'server_id' LIMIT 1", "GIBBERISH", "DELIMITER //",
      "SELECT 1 aaaaaaaaaa bbbbbbbbbbb ccccccccccccc dddddddddddd eeeeeeeeeeee fffffffffff gggggggggg "
