@@ -54,7 +54,6 @@ from protocol.constants import (
     PREVIOUS_GTIDS_LOG_EVENT,
     Q_FLAGS2_CODE,
     REAL_RESULT,
-    ROWS_QUERY_LOG_EVENT,
     STMT_END_F,
     STOP_EVENT,
     STRING_RESULT,
@@ -91,14 +90,6 @@ from protocol.events import (
     parse_header,
 )
 
-# get_type_str() differs from EVENT_TYPE_NAMES for the MySQL-only types mysqlbinlog can meet.
-_TYPE_NAME_OVERRIDES: Final[dict[int, str]] = {
-    IGNORABLE_LOG_EVENT: "Ignorable log event",
-    ROWS_QUERY_LOG_EVENT: "MySQL Rows_query",
-    MYSQL_GTID_LOG_EVENT: "MySQL Gtid",
-    ANONYMOUS_GTID_LOG_EVENT: "MySQL Anonymous_Gtid",
-    PREVIOUS_GTIDS_LOG_EVENT: "MySQL Previous_gtids",
-}
 # MySQL types MariaDB's reader turns into Ignorable_log_event even without the IGNORABLE flag.
 _MYSQL_IGNORED: Final = frozenset(
     {MYSQL_GTID_LOG_EVENT, ANONYMOUS_GTID_LOG_EVENT, PREVIOUS_GTIDS_LOG_EVENT, TRANSACTION_CONTEXT_EVENT,
@@ -116,7 +107,7 @@ _FN_REFLEN_1: Final = 511  # Rotate_log_event keeps at most FN_REFLEN-1 bytes of
 
 def event_type_name(type_code: int) -> str:
     """Log_event::get_type_str(): the Event_type column."""
-    return _TYPE_NAME_OVERRIDES.get(type_code) or EVENT_TYPE_NAMES.get(type_code, "Unknown")
+    return EVENT_TYPE_NAMES.get(type_code, "Unknown")
 
 
 # --- collations (MariaDB 10.11 information_schema) ------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -89,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"binlogd: {e}", file=sys.stderr)
             return 2
         except OSError as e:
-            print(f"binlogd: cannot listen on {cfg.bind_address}:{cfg.port}: {e.strerror}", file=sys.stderr)
+            why = os.strerror(e.errno) if e.errno else str(e)
+            print(f"binlogd: cannot listen on {cfg.bind_address}:{cfg.port}: {why}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             return 0

@@ -18,6 +18,8 @@ from protocol.constants import (
     ER_SLAVE_SAME_ID,
     GTID_EVENT,
 )
+from protocol.describe import describe
+from protocol.events import EventDecodeError
 from protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
 
 from .decision import Compat
@@ -99,8 +101,6 @@ class Primary:
     def binlog_events(self, file: str | None, pos: int | None, offset: int,
                       limit: int | None) -> list[tuple[str, int, str, int, int, str]]:
         """SHOW BINLOG EVENTS (MariaDB mysql_show_binlog_events: errors are 1220 with its texts)."""
-        from protocol.describe import describe
-
         def fail(why: str) -> SqlError:
             return SqlError(ER_ERROR_WHEN_EXECUTING_COMMAND, f"Error when executing command SHOW BINLOG EVENTS: {why}")
 
@@ -123,7 +123,11 @@ class Primary:
         for ev in res.events:
             if ev.pos < start:
                 continue
-            etype, info = describe(data[ev.pos : ev.end], head.checksum_alg)
+            try:
+                etype, info = describe(data[ev.pos : ev.end], head.checksum_alg)
+            except EventDecodeError as e:
+                log.warning("SHOW BINLOG EVENTS: %s at %d: %s", name, ev.pos, e)
+                raise fail("Wrong offset or I/O error") from e
             rows.append((name, ev.pos, etype, ev.server_id, ev.log_pos, info))
         end = None if limit is None else offset + limit
         return rows[offset:end]

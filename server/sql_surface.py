@@ -144,6 +144,9 @@ def change_database(session: SessionState, name: str) -> None:
     """USE / COM_INIT_DB: binlogd serves no databases except information_schema (1049 otherwise)."""
     if name.lower() == "information_schema":
         session.database = "information_schema"
+        # USE also switches @@character_set_database to the database's (information_schema: utf8mb3)
+        session.session_sysvars["character_set_database"] = "utf8mb3"
+        session.session_sysvars["collation_database"] = "utf8mb3_general_ci"
         return
     raise SqlError(C.ER_BAD_DB_ERROR, f"Unknown database '{name}'")
 
@@ -2489,15 +2492,20 @@ class _Stmt:
             return None, p.expr()
         return None, None
 
-    def variable_rows(self, what: str, scope: str) -> list[tuple[str, str]]:
+    def variable_rows(self, what: str, scope: str, pattern: str | None = None) -> list[tuple[str, str]]:
+        """(name, value as SHOW prints it), sorted; names not matching the LIKE pattern are not evaluated."""
         rows: list[tuple[str, str]] = []
         if what == "STATUS":
             for name, getter in sorted(SV.STATUS_VARS.items(), key=lambda kv: kv[0].lower()):
+                if pattern is not None and not like_match(name, pattern):
+                    continue
                 v = getter(self.server)
                 if v is not None:
                     rows.append((name, _to_text(v)))
             return rows
-        for name in sorted(SV.SYSVARS):
+        for name in _SORTED_SYSVARS:
+            if pattern is not None and not like_match(name, pattern):
+                continue
             var = SV.SYSVARS[name]
             if scope == "GLOBAL":
                 if var.scope is Scope.SESSION_ONLY:
@@ -2512,11 +2520,9 @@ class _Stmt:
         pattern, where = self.like_or_where(p)
         p.finish()
         self.clears_diagnostics = True
-        rows = self.variable_rows(what, scope)
+        rows = self.variable_rows(what, scope, pattern)
         out: list[tuple[Any, ...]] = []
         for name, value in rows:
-            if pattern is not None and not like_match(name, pattern):
-                continue
             if where is not None and not self.row_matches(where, {"variable_name": name, "value": value}):
                 continue
             out.append((name, value))
@@ -2665,6 +2671,9 @@ class _Stmt:
             if not (len(rest) > 1 and rest[1].kind == "OP" and rest[1].text == "."):
                 raise SqlError(C.ER_NO_DB_ERROR, "No database selected")
         raise not_supported(" ".join(words))
+
+
+_SORTED_SYSVARS = sorted(SV.SYSVARS)
 
 
 def _sort_key(v: Any) -> Any:

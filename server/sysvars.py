@@ -196,6 +196,13 @@ _V: list[SysVar] = [
     SysVar("query_cache_type", Scope.BOTH, Kind.ENUM, "OFF", choices=("OFF", "ON", "DEMAND")),
     SysVar("read_only", Scope.GLOBAL, Kind.BOOL, _opt("read_only", 0)),
     SysVar("server_id", Scope.BOTH, Kind.INT, lambda s: s.server_id, min=1, max=_U32),
+    # accepted and recorded (Connector/J sets them on connect); binlogd sends no session-state tracking
+    SysVar("session_track_schema", Scope.BOTH, Kind.BOOL, 1),
+    SysVar("session_track_state_change", Scope.BOTH, Kind.BOOL, 0),
+    SysVar("session_track_system_variables", Scope.BOTH, Kind.STR,
+           "autocommit,character_set_client,character_set_connection,character_set_results,time_zone"),
+    SysVar("session_track_transaction_info", Scope.BOTH, Kind.ENUM, "OFF", choices=("OFF", "STATE",
+                                                                                     "CHARACTERISTICS")),
     SysVar("skip_replication", Scope.SESSION_ONLY, Kind.BOOL, 0),
     SysVar("sql_auto_is_null", Scope.BOTH, Kind.BOOL, 0),
     SysVar("sql_big_selects", Scope.BOTH, Kind.BOOL, 1),

@@ -10,9 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import textwrap
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +19,7 @@ import pytest
 
 import tests.harness.binlogd as hb
 import tests.harness.mariadb as hm
-from tests.harness import REPO_ROOT, BinlogdStartError, MariaDB, SlaveWaitError, free_port
+from tests.harness import BinlogdStartError, MariaDB, SlaveWaitError, free_port
 from tests.oracle_data import oracle_dir
 
 if TYPE_CHECKING:
@@ -323,69 +321,36 @@ def test_fixture_teardown_stops_everything(mariadb: MariaDBFactory) -> None:
 
 # ---- binlogd subprocess harness ----------------------------------------------------------------
 
-STUB_SERVER = textwrap.dedent(
-    '''
-    """Stand-in for server.cli with the same command line: `serve --port N`; answers SELECT 1."""
-    import argparse, asyncio, signal, sys
-
-    from mysql_mimic import MysqlServer, Session
-
-
-    class OneSession(Session):
-        async def query(self, expression, sql, attrs):
-            return [(1,)], ["1"]
-
-
-    async def main() -> None:
-        parser = argparse.ArgumentParser()
-        parser.add_argument("command")
-        parser.add_argument("--port", type=int, required=True)
-        parser.add_argument("--fail", action="store_true")
-        args = parser.parse_args()
-        if args.fail:
-            print("stub: failing on purpose", flush=True)
-            sys.exit(3)
-        server = MysqlServer(session_factory=OneSession)
-        await server.start_server(host="127.0.0.1", port=args.port)
-        print(f"stub: listening on {args.port}", flush=True)
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await stop.wait()
-        print("stub: SIGTERM, bye", flush=True)
-
-
-    asyncio.run(main())
-    '''
-)
-
-
 @pytest.fixture
-def stub_module(harness_dir: Path) -> Iterator[dict[str, object]]:
-    (harness_dir / "stub_binlogd.py").write_text(STUB_SERVER)
-    yield {"module": "stub_binlogd", "env": {"PYTHONPATH": str(harness_dir)}}
+def oracle_binlog_dir(harness_dir: Path) -> Path:
+    d = harness_dir / "oracle-binlogs"
+    d.mkdir()
+    for n in ("mysql-bin.000001", "mysql-bin.000002"):
+        shutil.copyfile(_oracle_dir() / n, d / n)
+    return d
 
 
-def test_binlogd_harness_with_stub(binlogd: BinlogdFactory, stub_module: dict[str, object]) -> None:
-    srv = binlogd([], **stub_module)
+def test_binlogd_harness_start_stop_kill(binlogd: BinlogdFactory, oracle_binlog_dir: Path) -> None:
+    srv = binlogd(["--binlog-dir", str(oracle_binlog_dir)])
     with srv.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT 1")
         assert cur.fetchone() == (1,)
-    assert f"listening on {srv.port}" in srv.log_text()
+    assert f":{srv.port}" in srv.log_text()
     pid = srv.pid
     assert srv.stop() == 0
-    assert _gone(pid) and "SIGTERM, bye" in srv.log_text()
+    assert _gone(pid) and "shutting down" in srv.log_text()
 
-    crashed = binlogd([], **stub_module)
+    crashed = binlogd(["--binlog-dir", str(oracle_binlog_dir)])
     assert crashed.kill9() == -9 and _gone(crashed.pid)
 
 
-def test_binlogd_start_failure_shows_log(binlogd: BinlogdFactory, stub_module: dict[str, object]) -> None:
-    with pytest.raises(BinlogdStartError, match="failing on purpose"):
-        binlogd(["--fail"], **stub_module)
+def test_binlogd_start_failure_shows_log(binlogd: BinlogdFactory, harness_dir: Path) -> None:
+    with pytest.raises(BinlogdStartError, match="does not exist"):
+        binlogd(["--binlog-dir", str(harness_dir / "no-such-dir")])
 
 
 def test_binlogd_port_in_use_is_retried(
-    binlogd: BinlogdFactory, stub_module: dict[str, object], monkeypatch: pytest.MonkeyPatch
+    binlogd: BinlogdFactory, oracle_binlog_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
@@ -399,12 +364,11 @@ def test_binlogd_port_in_use_is_retried(
             return port
 
         monkeypatch.setattr(hb, "free_port", fake_free_port)
-        srv = binlogd([], **stub_module)
+        srv = binlogd(["--binlog-dir", str(oracle_binlog_dir)])
     assert handed[0] == taken and srv.port == handed[-1] != taken
-    assert "Errno 98" in srv.log_text() or "address already in use" in srv.log_text().lower()
+    assert "cannot listen" in srv.log_text()
 
 
-@pytest.mark.skipif(not (REPO_ROOT / "server" / "cli.py").exists(), reason="server/cli.py not written yet")
 def test_binlogd_real_server_starts_and_stops(
     binlogd: BinlogdFactory, mariadb: MariaDBFactory, harness_dir: Path
 ) -> None:

@@ -1,0 +1,917 @@
+"""Dump throughput: `mariadb-binlog --read-from-remote-server --raw --to-last-log` against a real MariaDB 10.11
+primary and against binlogd, serving the SAME binlog files, with 1 and 8 concurrent clients.
+
+Run from the repository root::
+
+    python -m benchmarks.dump_throughput [--events N] [--clients 1,8] [--repeat R] [--profile [cprofile|py-spy]]
+
+1. A binlog of at least N events (default one million) is generated once by a real MariaDB (ROW format,
+   annotate events, autocommit INSERTs from a stored procedure, multi-statement transactions, bulk
+   INSERT ... SELECT / DELETE with full 8 KiB row events, a STATEMENT-format UPDATE and a DDL per round; one
+   round in four under SET skip_replication=1) and cached under --cache-dir, keyed by N, the workload version
+   and --max-binlog-size. Events are counted with protocol.binlog_file.scan.
+2. The files are served by a MariaDB primary (tests.harness.make_primary_from_binlogs: copies of the files plus
+   the one small file mariadbd opens at startup, which --to-last-log reads too and which is counted and
+   verified like the others), by binlogd (default policy) and by binlogd --compat mariadb.
+3. For each client count every client dumps everything into its own directory; the wall clock runs from the
+   first client's start to the last client's exit. Every output file is compared byte for byte with the file
+   it came from (the only allowed difference: the FDE's LOG_EVENT_BINLOG_IN_USE_F bit, byte 4+17, which a
+   primary clears on the wire; the FDE's CRC does not cover it). Any mismatch or failed client makes the
+   benchmark exit with status 1.
+4. Results: a table with events/s and MB/s (10^6 bytes) aggregate and per client, server CPU seconds and the
+   binlogd/MariaDB ratios; JSON in benchmarks/results/dump_throughput-<timestamp>.json.
+5. --profile: one more 1-client dump from a binlogd under cProfile (default) or py-spy (line-level samples),
+   top functions printed and stored in the JSON. Profiled runs are never part of the timed numbers.
+
+Every process started here (mariadbd, binlogd, mariadb-binlog, py-spy) is stopped by PID, also on errors
+and Ctrl-C/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import pstats
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pymysql.constants import CLIENT
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from protocol.binlog_file import scan
+from protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, LOG_EVENT_BINLOG_IN_USE_F
+from tests.harness import REPO_ROOT, Binlogd, MariaDB, find_binary, make_primary_from_binlogs
+
+DEFAULT_EVENTS = 1_000_000
+DEFAULT_MAX_BINLOG_SIZE = 64 << 20
+WORKLOAD_VERSION = 1  # bump whenever the generated workload changes: it is part of the cache key
+BASENAME = "mysql-bin"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "binlogd-bench-cache"
+MB = 1_000_000
+FDE_FLAGS_BYTE = BIN_LOG_HEADER_SIZE + FLAGS_OFFSET  # file offset of the FDE's low flags byte
+COMPARE_CHUNK = 4 << 20
+
+TARGETS = ("mariadb", "binlogd", "binlogd-compat")
+TARGET_LABELS = {
+    "mariadb": "MariaDB 10.11",
+    "binlogd": "binlogd",
+    "binlogd-compat": "binlogd --compat mariadb",
+}
+SHORT_LABELS = {"mariadb": "MariaDB", "binlogd": "binlogd", "binlogd-compat": "binlogd compat"}
+
+# ---- workload ------------------------------------------------------------------------------------------
+
+SETUP_SQL = """
+CREATE DATABASE bench;
+USE bench;
+CREATE TABLE t_small (id BIGINT AUTO_INCREMENT PRIMARY KEY, a INT NOT NULL, b VARCHAR(40) NOT NULL) ENGINE=InnoDB;
+CREATE TABLE t_bulk (id INT PRIMARY KEY, pad VARCHAR(255) NOT NULL) ENGINE=InnoDB;
+CREATE PROCEDURE autocommit_inserts(n INT)
+BEGIN
+  DECLARE i INT DEFAULT 0;
+  WHILE i < n DO
+    INSERT INTO t_small (a, b) VALUES (i, 'autocommit insert');
+    SET i = i + 1;
+  END WHILE;
+END;
+CREATE PROCEDURE transactions(n INT, k INT)
+BEGIN
+  DECLARE i INT DEFAULT 0;
+  DECLARE j INT;
+  WHILE i < n DO
+    START TRANSACTION;
+    SET j = 0;
+    WHILE j < k DO
+      INSERT INTO t_small (a, b) VALUES (j, 'multi-statement transaction');
+      SET j = j + 1;
+    END WHILE;
+    UPDATE t_small SET a = a + 1 WHERE id = LAST_INSERT_ID();
+    COMMIT;
+    SET i = i + 1;
+  END WHILE;
+END;
+"""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One generation round; ~38.5k events and ~6.6 MB at scale 1 (a round ends with a DDL)."""
+
+    autocommit_inserts: int = 4000  # 5 events each: GTID, ANNOTATE_ROWS, TABLE_MAP, WRITE_ROWS, XID
+    transactions: int = 600  # GTID + k x (ANNOTATE, TABLE_MAP, WRITE_ROWS) + UPDATE (3) + XID
+    transaction_size: int = 8
+    bulk_rows: int = 10_000  # INSERT ... SELECT then DELETE: ~2 x 260 full 8 KiB row events
+    skip_every: int = 4  # every 4th round runs under SET skip_replication=1 (flag 0x8000 on its events)
+
+    def scaled(self, n_events: int) -> Workload:
+        """Smaller rounds for small N, so that a quick run does not generate far more than asked."""
+        f = max(0.02, min(1.0, n_events / 400_000))
+        return Workload(max(1, int(self.autocommit_inserts * f)), max(1, int(self.transactions * f)),
+                        self.transaction_size, max(10, int(self.bulk_rows * f)), self.skip_every)
+
+    def round_sql(self, r: int) -> list[str]:
+        return [
+            f"SET skip_replication={int(r % self.skip_every == self.skip_every - 1)}",
+            f"CALL autocommit_inserts({self.autocommit_inserts})",
+            f"CALL transactions({self.transactions}, {self.transaction_size})",
+            f"INSERT INTO t_bulk (id, pad) SELECT seq, REPEAT(CHAR(65 + seq % 26), 200) FROM seq_1_to_{self.bulk_rows}",
+            "DELETE FROM t_bulk",
+            "SET SESSION binlog_format=STATEMENT",
+            "UPDATE t_small SET a = a + 1 WHERE id = 1",
+            "SET SESSION binlog_format=ROW",
+            f"ALTER TABLE t_bulk COMMENT 'round {r}'",
+        ]
+
+
+@dataclass
+class BinlogFile:
+    name: str
+    size: int
+    events: int
+
+
+@dataclass
+class BinlogSet:
+    directory: Path  # NAME.NNNNNN files and NAME.index
+    files: list[BinlogFile]
+    generated_seconds: float
+    max_binlog_size: int
+    workload: dict[str, Any]
+    cached: bool = False
+
+    @property
+    def events(self) -> int:
+        return sum(f.events for f in self.files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def paths(self) -> list[Path]:
+        return [self.directory / f.name for f in self.files]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "directory": str(self.directory),
+            "files": [asdict(f) for f in self.files],
+            "events": self.events,
+            "bytes": self.bytes,
+            "generated_seconds": round(self.generated_seconds, 2),
+            "max_binlog_size": self.max_binlog_size,
+            "workload": self.workload,
+            "cached": self.cached,
+        }
+
+
+def count_events(path: Path) -> tuple[int, int]:
+    """(whole events, bytes they cover) of a binlog file, with the project's own scanner."""
+    data = path.read_bytes()
+    res = scan(data)
+    return len(res.events), res.end
+
+
+class GrowthCounter:
+    """Counts events in a growing binlog directory incrementally (only the bytes added since last time)."""
+
+    def __init__(self, datadir: Path) -> None:
+        self.datadir = datadir
+        self.offsets: dict[str, int] = {}
+        self.total = 0
+        self.bytes = 0
+
+    def update(self) -> int:
+        index = self.datadir / f"{BASENAME}.index"
+        for line in index.read_text().split():
+            name = os.path.basename(line)
+            start = self.offsets.get(name, BIN_LOG_HEADER_SIZE)
+            with open(self.datadir / name, "rb") as f:
+                f.seek(start)
+                data = f.read()
+            res = scan(data, 0)
+            self.total += len(res.events)
+            self.bytes += res.end
+            self.offsets[name] = start + res.end
+        return self.total
+
+
+def build_binlogs(n_events: int, max_size: int, cache_root: Path, rebuild: bool, console: Console) -> BinlogSet:
+    """The cached binlog for (N, workload, max size), generated by a real MariaDB when absent."""
+    workload = Workload().scaled(n_events)
+    key = f"n{n_events}-w{WORKLOAD_VERSION}-m{max_size}"
+    final = cache_root / key
+    meta_path = final / "meta.json"
+    if meta_path.exists() and not rebuild:
+        meta = json.loads(meta_path.read_text())
+        files = [BinlogFile(**f) for f in meta["files"]]
+        directory = final / "binlogs"
+        if all((directory / f.name).is_file() and (directory / f.name).stat().st_size == f.size for f in files):
+            n, size = sum(f.events for f in files), sum(f.size for f in files)
+            console.print(f"[green]binlog cache hit[/]: {directory} ({len(files)} files, {n:,} events, "
+                          f"{size / MB:.1f} MB)")
+            return BinlogSet(directory, files, meta["generated_seconds"], max_size, meta["workload"], cached=True)
+        console.print(f"[yellow]binlog cache {final} is incomplete: regenerating[/]")
+    shutil.rmtree(final, ignore_errors=True)
+    cache_root.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f"{key}.build-", dir=cache_root))
+    t0 = time.monotonic()
+    gen: MariaDB | None = None
+    try:
+        with _progress(console) as progress:
+            task = progress.add_task("starting a MariaDB to generate the binlog", total=n_events)
+            gen = MariaDB.start(
+                build, "gen", 1,
+                f"--log-bin={BASENAME}", "--binlog-format=ROW", "--binlog-annotate-row-events=ON",
+                f"--max-binlog-size={max_size}", "--sync-binlog=0", "--innodb-buffer-pool-size=256M",
+            )
+            gen.execute(SETUP_SQL)
+            counter = GrowthCounter(gen.datadir)
+            conn = gen.connect(database="bench", client_flag=CLIENT.MULTI_STATEMENTS)
+            try:
+                progress.update(task, description="generating binlog events")
+                r = 0
+                with conn.cursor() as cur:
+                    while counter.update() < n_events:
+                        for sql in workload.round_sql(r):
+                            cur.execute(sql)
+                        r += 1
+                        progress.update(task, completed=min(counter.total, n_events),
+                                        description=f"generating binlog events (round {r}, "
+                                        f"{counter.bytes / MB:.0f} MB)")
+            finally:
+                conn.close()
+            progress.update(task, description="stopping the generator")
+            gen.stop()
+            gen = None
+        directory = build / "binlogs"
+        directory.mkdir()
+        datadir = build / "gen" / "data"
+        names = [os.path.basename(line) for line in (datadir / f"{BASENAME}.index").read_text().split()]
+        files: list[BinlogFile] = []
+        with _progress(console) as progress:
+            task = progress.add_task("counting events (protocol.binlog_file.scan)", total=len(names))
+            for name in names:
+                os.rename(datadir / name, directory / name)
+                events, end = count_events(directory / name)
+                size = (directory / name).stat().st_size
+                if end != size:
+                    raise RuntimeError(f"{name}: {size - end} bytes after the last whole event")
+                files.append(BinlogFile(name, size, events))
+                progress.advance(task)
+        (directory / f"{BASENAME}.index").write_text("".join(f"./{n}\n" for n in names))
+        total = sum(f.events for f in files)
+        if total < n_events:
+            raise RuntimeError(f"generated only {total} events, wanted {n_events}")
+        seconds = time.monotonic() - t0
+        shutil.rmtree(build / "gen")
+        meta = {"files": [asdict(f) for f in files], "generated_seconds": seconds, "rounds": r,
+                "workload": {**asdict(workload), "version": WORKLOAD_VERSION}}
+        (build / "meta.json").write_text(json.dumps(meta, indent=2))
+        os.rename(build, final)
+    except BaseException:
+        if gen is not None:
+            gen.stop()
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    bs = BinlogSet(final / "binlogs", files, seconds, max_size, meta["workload"])  # type: ignore[arg-type]
+    console.print(f"generated {bs.events:,} events, {bs.bytes / MB:.1f} MB in {len(files)} files in {seconds:.1f} s "
+                  f"→ {bs.directory}")
+    return bs
+
+
+# ---- targets and runs ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    key: str
+    port: int
+    pid: int
+    first_file: str
+    expected: dict[str, Path]  # output file name -> the file it must equal
+    known: dict[str, BinlogFile]  # counts of the cached files (others are scanned when needed)
+
+    @property
+    def label(self) -> str:
+        return TARGET_LABELS[self.key]
+
+    def volume(self) -> tuple[int, int]:
+        """(events, bytes) one client receives: every event of every file it dumps."""
+        events = size = 0
+        for name, path in self.expected.items():
+            if name in self.known:
+                events += self.known[name].events
+                size += self.known[name].size
+            else:
+                n, _ = count_events(path)
+                events += n
+                size += path.stat().st_size
+        return events, size
+
+
+@dataclass
+class RunResult:
+    target: str
+    clients: int
+    repetition: int
+    wall_s: float
+    client_s: list[float]
+    events_per_client: int
+    bytes_per_client: int
+    server_cpu_s: float
+    clients_cpu_s: float
+    loadavg_before: float
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def agg_events_per_s(self) -> float:
+        return self.clients * self.events_per_client / self.wall_s
+
+    @property
+    def agg_mb_per_s(self) -> float:
+        return self.clients * self.bytes_per_client / self.wall_s / MB
+
+    @property
+    def client_events_per_s(self) -> list[float]:
+        return [self.events_per_client / s for s in self.client_s]
+
+    @property
+    def client_mb_per_s(self) -> list[float]:
+        return [self.bytes_per_client / s / MB for s in self.client_s]
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        ce, cm = self.client_events_per_s, self.client_mb_per_s
+        d.update(
+            agg_events_per_s=round(self.agg_events_per_s),
+            agg_mb_per_s=round(self.agg_mb_per_s, 2),
+            client_events_per_s_mean=round(sum(ce) / len(ce)),
+            client_events_per_s_min=round(min(ce)),
+            client_mb_per_s_mean=round(sum(cm) / len(cm), 2),
+            client_mb_per_s_min=round(min(cm), 2),
+        )
+        return d
+
+
+def _progress(console: Console, transient: bool = False) -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=transient,
+        refresh_per_second=4,
+    )
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a whole process (all threads) from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def client_command(binary: str, port: int, out_dir: Path, first_file: str) -> list[str]:
+    return [
+        binary, "--no-defaults", "--read-from-remote-server", "--host=127.0.0.1", f"--port={port}", "--user=root",
+        "--raw", "--to-last-log", f"--result-file={out_dir}/", first_file,
+    ]
+
+
+def compare_file(out: Path, src: Path) -> str | None:
+    """None when `out` equals `src` with the FDE's in-use flag cleared, else where they differ."""
+    with open(out, "rb") as a, open(src, "rb") as b:
+        offset = 0
+        while True:
+            x = a.read(COMPARE_CHUNK)
+            y: bytes | bytearray = b.read(COMPARE_CHUNK)
+            if offset == 0 and len(y) > FDE_FLAGS_BYTE:
+                y = bytearray(y)
+                y[FDE_FLAGS_BYTE] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
+            if x != y:
+                n = min(len(x), len(y))
+                i = next((k for k in range(n) if x[k] != y[k]), n)
+                return (f"{out.name}: differs from {src} at offset {offset + i} "
+                        f"(output {out.stat().st_size} bytes, source {src.stat().st_size} bytes)")
+            if not x:
+                return None
+            offset += len(x)
+
+
+def verify_output(out_dir: Path, target: Target) -> list[str]:
+    problems = []
+    got = {p.name for p in out_dir.iterdir()} if out_dir.is_dir() else set()
+    for name in sorted(got - set(target.expected)):
+        problems.append(f"{out_dir}: unexpected file {name}")
+    for name, src in target.expected.items():
+        if name not in got:
+            problems.append(f"{out_dir}: missing {name}")
+            continue
+        diff = compare_file(out_dir / name, src)
+        if diff:
+            problems.append(f"{out_dir}: {diff}")
+    return problems
+
+
+def run_clients(target: Target, clients: int, repetition: int, out_root: Path, binary: str, keep: bool,
+                progress: Progress) -> RunResult:
+    """Start `clients` mariadb-binlog processes at once, wait for all, verify their output."""
+    run_dir = out_root / f"{target.key}-{clients}c-r{repetition}"
+    dirs = [run_dir / f"client{i}" for i in range(clients)]
+    for d in dirs:
+        d.mkdir(parents=True)
+    logs = [run_dir / f"client{i}.log" for i in range(clients)]
+    procs: list[subprocess.Popen[bytes]] = []
+    ends: list[float] = [0.0] * clients
+    starts: list[float] = [0.0] * clients
+    task = progress.add_task(f"{target.label}: {clients} client(s)", total=clients)
+    load = os.getloadavg()[0]
+    cpu0 = cpu_seconds(target.pid)
+    children0 = os.times()
+    threads: list[threading.Thread] = []
+    try:
+        t0 = time.perf_counter()
+        for i in range(clients):
+            with open(logs[i], "wb") as log:
+                starts[i] = time.perf_counter()
+                procs.append(subprocess.Popen(client_command(binary, target.port, dirs[i], target.first_file),
+                                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+
+            def waiter(i: int = i) -> None:
+                procs[i].wait()
+                ends[i] = time.perf_counter()
+
+            th = threading.Thread(target=waiter, daemon=True)
+            th.start()
+            threads.append(th)
+        for th in threads:
+            while th.is_alive():
+                th.join(0.25)
+            progress.advance(task)
+        wall = max(ends) - t0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        progress.remove_task(task)
+    children1 = os.times()
+    cpu1 = cpu_seconds(target.pid)
+    problems: list[str] = []
+    for i, p in enumerate(procs):
+        if p.returncode != 0:
+            problems.append(f"client {i} exited with {p.returncode}: {logs[i].read_text(errors='replace')[-500:]}")
+    vtask = progress.add_task(f"verifying {clients} output(s) byte by byte", total=clients)
+    for d in dirs:
+        problems.extend(verify_output(d, target))
+        progress.advance(vtask)
+    progress.remove_task(vtask)
+    events, size = target.volume()
+    if not keep:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return RunResult(
+        target=target.key,
+        clients=clients,
+        repetition=repetition,
+        wall_s=wall,
+        client_s=[ends[i] - starts[i] for i in range(clients)],
+        events_per_client=events,
+        bytes_per_client=size,
+        server_cpu_s=round(cpu1 - cpu0, 3),
+        clients_cpu_s=round((children1.children_user + children1.children_system)
+                            - (children0.children_user + children0.children_system), 3),
+        loadavg_before=load,
+        mismatches=problems,
+    )
+
+
+# ---- profiling -----------------------------------------------------------------------------------------
+
+
+def _short(path: str) -> str:
+    root = str(REPO_ROOT) + "/"
+    if path.startswith(root):
+        return path[len(root) :]
+    m = re.search(r"(?:site-packages|lib/python3\.\d+)/(.*)$", path)
+    return m.group(1) if m else path
+
+
+def profile_cprofile(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root: Path, binary: str,
+                     console: Console, stack: contextlib.ExitStack) -> dict[str, Any]:
+    stats_path = work / "binlogd.cprofile"
+    server = Binlogd.start(_binlogd_args(bs, compat=False), log_path=work / "binlogd-cprofile.log",
+                           env={"BINLOGD_BENCH_PROFILE": str(stats_path)}, module="benchmarks._profiled_binlogd")
+    stack.callback(server.stop)
+    target = _binlogd_target("binlogd", server, bs)
+    try:
+        with _progress(console, transient=True) as progress:
+            run = run_clients(target, 1, 0, out_root / "profile", binary, args.keep, progress)
+    finally:
+        server.stop()  # SIGTERM: binlogd shuts down cleanly and the stats are written
+    if not stats_path.exists():
+        raise RuntimeError(f"binlogd did not write {stats_path}; log: {server.log_tail()}")
+    st = pstats.Stats(str(stats_path))
+    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = st.stats  # type: ignore[attr-defined]
+    rows = []
+    for (file, line, name), (cc, nc, tt, ct, _callers) in raw.items():
+        where = f"{_short(file)}:{line}({name})" if line else name
+        rows.append({"function": where, "ncalls": nc, "primitive_calls": cc, "tottime_s": round(tt, 4),
+                     "cumtime_s": round(ct, 4)})
+    top = args.profile_top
+    by_cum = sorted(rows, key=lambda r: -r["cumtime_s"])[:top]
+    by_own = sorted(rows, key=lambda r: -r["tottime_s"])[:top]
+    for title, ranking in (("cumulative time", by_cum), ("own time", by_own)):
+        t = Table(title=f"binlogd under cProfile, 1 client (wall {run.wall_s:.2f} s, profiled): top {top} by {title}")
+        for col in ("function", "ncalls", "own s", "cumulative s"):
+            t.add_column(col, justify="left" if col == "function" else "right")
+        for r in ranking:
+            t.add_row(r["function"], f"{r['ncalls']:,}", f"{r['tottime_s']:.3f}", f"{r['cumtime_s']:.3f}")
+        console.print(t)
+    if run.mismatches:
+        console.print(f"[red]profiled run had {len(run.mismatches)} mismatches[/]")
+    return {"tool": "cProfile", "run": run.to_json(), "stats_file": str(stats_path) if args.keep else None,
+            "by_cumulative": by_cum, "by_own": by_own}
+
+
+def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root: Path, binary: str,
+                  console: Console, stack: contextlib.ExitStack) -> dict[str, Any]:
+    pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(pyspy).exists():
+        raise RuntimeError("py-spy is not installed (pip install py-spy)")
+    server = Binlogd.start(_binlogd_args(bs, compat=False), log_path=work / "binlogd-pyspy.log")
+    stack.callback(server.stop)
+    raw_path = work / "binlogd.pyspy.txt"
+    with open(work / "py-spy.log", "wb") as spy_log:
+        spy = subprocess.Popen([pyspy, "record", "--pid", str(server.pid), "--rate", str(args.pyspy_rate),
+                                "--format", "raw", "--output", str(raw_path)],
+                               stdin=subprocess.DEVNULL, stdout=spy_log, stderr=subprocess.STDOUT)
+    stack.callback(_kill, spy)
+    time.sleep(1.0)  # py-spy attaches
+    target = _binlogd_target("binlogd", server, bs)
+    try:
+        with _progress(console, transient=True) as progress:
+            run = run_clients(target, 1, 0, out_root / "profile", binary, args.keep, progress)
+    finally:
+        spy.send_signal(signal.SIGINT)
+        try:
+            spy.wait(30)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            spy.wait()
+        server.stop()
+    if not raw_path.exists():
+        raise RuntimeError(f"py-spy wrote no output: {(work / 'py-spy.log').read_text(errors='replace')[-2000:]}")
+    own_lines: Counter[str] = Counter()
+    own_funcs: Counter[str] = Counter()
+    incl_funcs: Counter[str] = Counter()
+    total = 0
+    frame_re = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
+    for line in raw_path.read_text().splitlines():
+        stack_text, _, count_text = line.rpartition(" ")
+        if not stack_text or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        total += count
+        frames = []
+        for fr in stack_text.split(";"):
+            m = frame_re.match(fr)
+            if m:
+                frames.append((m["func"], _short(m["file"]), m["line"] or "?"))
+        if not frames:
+            continue
+        func, file, lineno = frames[-1]
+        own_lines[f"{file}:{lineno} {func}"] += count
+        own_funcs[f"{file} {func}"] += count
+        for f in {f"{fl} {fn}" for fn, fl, _ in frames}:
+            incl_funcs[f] += count
+    top = args.profile_top
+
+    def pct(n: int) -> float:
+        return 100.0 * n / total if total else 0.0
+
+    result: dict[str, Any] = {"tool": "py-spy", "samples": total, "rate_hz": args.pyspy_rate, "run": run.to_json()}
+    for key, title, counter in (("by_inclusive", "inclusive (function on the stack)", incl_funcs),
+                                ("by_own_function", "own time per function", own_funcs),
+                                ("by_own_line", "own time per source line", own_lines)):
+        t = Table(title=f"binlogd under py-spy, 1 client, {total} samples while active: top {top} {title}")
+        t.add_column("where")
+        t.add_column("samples", justify="right")
+        t.add_column("%", justify="right")
+        entries = counter.most_common(top)
+        for where, n in entries:
+            t.add_row(where, str(n), f"{pct(n):.1f}")
+        console.print(t)
+        result[key] = [{"where": w, "samples": n, "percent": round(pct(n), 2)} for w, n in entries]
+    return result
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+# ---- orchestration -------------------------------------------------------------------------------------
+
+
+def _binlogd_args(bs: BinlogSet, compat: bool) -> list[str]:
+    args = ["--binlog-dir", str(bs.directory), "--server-id", "2", "--basename", BASENAME]
+    return [*args, "--compat", "mariadb"] if compat else args
+
+
+def _binlogd_target(key: str, server: Binlogd, bs: BinlogSet) -> Target:
+    return Target(key, server.port, server.pid, bs.files[0].name, dict(zip([f.name for f in bs.files], bs.paths(),
+                  strict=True)), {f.name: f for f in bs.files})
+
+
+def start_targets(keys: Sequence[str], bs: BinlogSet, work: Path, stack: contextlib.ExitStack,
+                  console: Console) -> list[Target]:
+    targets = []
+    with _progress(console, transient=True) as progress:
+        task = progress.add_task("starting servers", total=len(keys))
+        for key in keys:
+            if key == "mariadb":
+                primary = make_primary_from_binlogs(work, "primary", 100, bs.paths(), BASENAME)
+                stack.callback(primary.stop)
+                names = [n for n, _ in primary.binary_logs()]
+                known = {f.name: f for f in bs.files}
+                expected = {n: (bs.directory / n if n in known else primary.datadir / n) for n in names}
+                targets.append(Target(key, primary.port, primary.pid, bs.files[0].name, expected, known))
+            else:
+                server = Binlogd.start(_binlogd_args(bs, compat=key == "binlogd-compat"),
+                                       log_path=work / f"{key}.log")
+                stack.callback(server.stop)
+                targets.append(_binlogd_target(key, server, bs))
+            progress.advance(task)
+    return targets
+
+
+def summarize(results: list[RunResult], keys: Sequence[str], client_counts: Sequence[int]) -> dict[str, Any]:
+    """Best repetition (shortest wall) per (clients, target) plus ratios to MariaDB."""
+    summary: dict[str, Any] = {}
+    for c in client_counts:
+        best: dict[str, RunResult] = {}
+        for k in keys:
+            runs = [r for r in results if r.clients == c and r.target == k]
+            if runs:
+                best[k] = min(runs, key=lambda r: r.wall_s)
+        entry: dict[str, Any] = {k: r.to_json() for k, r in best.items()}
+        if "mariadb" in best:
+            m = best["mariadb"]
+            entry["ratios_vs_mariadb"] = {
+                k: {
+                    "agg_events_per_s": round(r.agg_events_per_s / m.agg_events_per_s, 3),
+                    "agg_mb_per_s": round(r.agg_mb_per_s / m.agg_mb_per_s, 3),
+                    "wall_s": round(r.wall_s / m.wall_s, 3),
+                    "server_cpu_s": round(r.server_cpu_s / m.server_cpu_s, 3) if m.server_cpu_s else None,
+                }
+                for k, r in best.items()
+                if k != "mariadb"
+            }
+        summary[str(c)] = entry
+    return summary
+
+
+def print_table(summary: dict[str, Any], keys: Sequence[str], console: Console, repeat: int) -> None:
+    title = "dump throughput: mariadb-binlog --read-from-remote-server --raw --to-last-log"
+    if repeat > 1:
+        title += f" (best of {repeat})"
+    t = Table(title=title, caption="events/s, MB/s (10^6 B): all clients together (clients x volume / wall); "
+              "per client: mean of each client's own rate; ÷ MariaDB: ratio of the aggregate events/s")
+    for col in ("clients", "server", "wall s", "events/s", "MB/s", "events/s/client", "MB/s/client", "server CPU s",
+                "output", "÷ MariaDB"):
+        t.add_column(col, justify="left" if col in ("server", "output") else "right", no_wrap=True)
+    for c, entry in summary.items():
+        ratios = entry.get("ratios_vs_mariadb", {})
+        for k in keys:
+            r = entry.get(k)
+            if r is None:
+                continue
+            ratio = "1.00" if k == "mariadb" else (f"{ratios[k]['agg_events_per_s']:.2f}" if k in ratios else "-")
+            ok = "[green]identical[/]" if not r["mismatches"] else f"[red]{len(r['mismatches'])} MISMATCH[/]"
+            t.add_row(c, SHORT_LABELS[k], f"{r['wall_s']:.2f}", f"{r['agg_events_per_s']:,}",
+                      f"{r['agg_mb_per_s']:.1f}", f"{r['client_events_per_s_mean']:,}",
+                      f"{r['client_mb_per_s_mean']:.1f}", f"{r['server_cpu_s']:.2f}", ok, ratio)
+        t.add_section()
+    console.print(t)
+
+
+def _git_commit() -> dict[str, Any]:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                              env=env, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "server", "protocol"], cwd=REPO_ROOT,
+                               env=env, check=False).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"commit": head, "server_or_protocol_modified": dirty}
+
+
+def _size(text: str) -> int:
+    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip().upper())
+    if not m:
+        raise argparse.ArgumentTypeError("a size like 67108864, 64M or 1G")
+    n = int(m[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[m[2]]
+    if not 4096 <= n <= 1 << 30 or n % 4096:
+        raise argparse.ArgumentTypeError("max_binlog_size must be a multiple of 4096 between 4K and 1G")
+    return n
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError("a comma-separated list of client counts, e.g. 1,8") from e
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError("client counts must be >= 1")
+    return values
+
+
+def _targets(text: str) -> list[str]:
+    keys = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [k for k in keys if k not in TARGETS]
+    if bad or not keys:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(TARGETS)}")
+    return keys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.dump_throughput", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="minimum events in the binlog (default 1M)")
+    p.add_argument("--clients", type=_counts, default=[1, 8], help="concurrent client counts (default 1,8)")
+    p.add_argument("--targets", type=_targets, default=list(TARGETS),
+                   help=f"servers to measure (default {','.join(TARGETS)})")
+    p.add_argument("--repeat", type=int, default=1, help="repetitions per measurement; the best is reported")
+    p.add_argument("--max-binlog-size", type=_size, default=DEFAULT_MAX_BINLOG_SIZE,
+                   help="rotation size of the generated binlog (default 64M)")
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR,
+                   help=f"binlog cache (default {DEFAULT_CACHE_DIR})")
+    p.add_argument("--rebuild", action="store_true", help="regenerate the binlog even if cached")
+    p.add_argument("--work-dir", type=Path, help="servers' directories (default: a new directory under /tmp)")
+    p.add_argument("--out-dir", type=Path,
+                   help="clients' output directories (default: a new directory under /dev/shm, else under --work-dir)")
+    p.add_argument("--keep", action="store_true", help="keep server directories, logs and client outputs")
+    p.add_argument("--profile", nargs="?", const="cprofile", choices=["cprofile", "py-spy", "both"],
+                   help="after the timed runs, profile binlogd for one 1-client dump (default tool: cprofile)")
+    p.add_argument("--profile-top", type=int, default=25, help="entries shown per profile ranking (default 25)")
+    p.add_argument("--pyspy-rate", type=int, default=250, help="py-spy samples per second (default 250)")
+    p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
+    return p
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated()
+
+
+@contextlib.contextmanager
+def _dir(path: Path | None, prefix: str, parent: str | None, keep: bool, console: Console) -> Iterator[Path]:
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        made = Path(tempfile.mkdtemp(prefix=prefix, dir=path))
+    else:
+        made = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        yield made
+    finally:
+        if keep:
+            console.print(f"kept {made}")
+        else:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # wide enough for the result table when the output is not a terminal (CI logs, files)
+    console = Console() if sys.stdout.isatty() else Console(width=140)
+    if args.events < 1 or args.repeat < 1:
+        console.print("[red]--events and --repeat must be >= 1[/]")
+        return 2
+    binary = find_binary("mariadb-binlog")
+    missing = [b for b in ("mariadbd", "mariadb-install-db", "mariadb-binlog") if find_binary(b) is None]
+    if binary is None or missing:
+        console.print(f"[red]missing MariaDB programs: {', '.join(missing)} (make mariadb)[/]")
+        return 2
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    started = dt.datetime.now()
+    try:
+        bs = build_binlogs(args.events, args.max_binlog_size, args.cache_dir, args.rebuild, console)
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) and args.out_dir is None else None
+        with contextlib.ExitStack() as stack:
+            work = stack.enter_context(_dir(args.work_dir, "binlogd-bench-", None, args.keep, console))
+            out_root = stack.enter_context(_dir(args.out_dir, "binlogd-bench-out-", shm or str(work), args.keep,
+                                                console))
+            targets = start_targets(args.targets, bs, work, stack, console)
+            mariadb_version = ""
+            with contextlib.suppress(Exception):
+                mariadb_version = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                                                 check=False).stdout.strip()
+            results: list[RunResult] = []
+            total_runs = len(args.clients) * args.repeat * len(targets)
+            with _progress(console) as progress:
+                overall = progress.add_task("measuring", total=total_runs)
+                for c in args.clients:
+                    for rep in range(args.repeat):
+                        for target in targets:
+                            r = run_clients(target, c, rep, out_root, binary, args.keep, progress)
+                            results.append(r)
+                            progress.advance(overall)
+                            for m in r.mismatches[:5]:
+                                progress.console.print(f"[red]{target.label}, {c} clients: {m}[/]")
+            summary = summarize(results, args.targets, args.clients)
+            print_table(summary, args.targets, console, args.repeat)
+            profile: dict[str, Any] = {}
+            if args.profile in ("cprofile", "both"):
+                profile["cprofile"] = profile_cprofile(args, bs, work, out_root, binary, console, stack)
+            if args.profile in ("py-spy", "both"):
+                profile["py-spy"] = profile_pyspy(args, bs, work, out_root, binary, console, stack)
+        mismatches = sum(len(r.mismatches) for r in results)
+        doc = {
+            "benchmark": "dump_throughput",
+            "started": started.isoformat(timespec="seconds"),
+            "seconds": round((dt.datetime.now() - started).total_seconds(), 1),
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                        "mariadb_binlog": mariadb_version},
+            "git": _git_commit(),
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "binlog": bs.to_json(),
+            "client_command": client_command(binary, 0, Path("<dir>"), bs.files[0].name),
+            "mismatches": mismatches,
+            "summary": summary,
+            "runs": [r.to_json() for r in results],
+            "profile": profile or None,
+        }
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        out = args.results_dir / f"dump_throughput-{started.strftime('%Y%m%d-%H%M%S')}.json"
+        out.write_text(json.dumps(doc, indent=2))
+        _print_summary(summary, args.clients, console)
+        console.print(f"results: {out}")
+        if mismatches:
+            console.print(f"[red bold]{mismatches} verification problem(s): output differs from the served files[/]")
+            return 1
+        return 0
+    except _Terminated:
+        console.print("[red]terminated[/]")
+        return 143
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/]")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _print_summary(summary: dict[str, Any], client_counts: Sequence[int], console: Console) -> None:
+    for c in client_counts:
+        entry = summary.get(str(c), {})
+        for k, ratio in entry.get("ratios_vs_mariadb", {}).items():
+            console.print(
+                f"{c} client(s): {TARGET_LABELS[k]} / MariaDB = {ratio['agg_events_per_s']:.2f}x events/s "
+                f"({entry[k]['agg_events_per_s']:,} vs {entry['mariadb']['agg_events_per_s']:,}), "
+                f"{ratio['agg_mb_per_s']:.2f}x MB/s ({entry[k]['agg_mb_per_s']:.1f} vs "
+                f"{entry['mariadb']['agg_mb_per_s']:.1f}), server CPU {entry[k]['server_cpu_s']:.2f} s vs "
+                f"{entry['mariadb']['server_cpu_s']:.2f} s"
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
