@@ -533,16 +533,23 @@ def _short(path: str) -> str:
 
 def profile_cprofile(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root: Path, binary: str,
                      console: Console, stack: contextlib.ExitStack) -> dict[str, Any]:
+    """One 1-client dump from a binlogd whose event-loop thread is profiled only while the dump runs."""
     stats_path = work / "binlogd.cprofile"
     server = Binlogd.start(_binlogd_args(bs, compat=False), log_path=work / "binlogd-cprofile.log",
                            env={"BINLOGD_BENCH_PROFILE": str(stats_path)}, module="benchmarks._profiled_binlogd")
     stack.callback(server.stop)
     target = _binlogd_target("binlogd", server, bs)
     try:
+        os.kill(server.pid, signal.SIGUSR1)  # start profiling
+        time.sleep(0.2)
         with _progress(console, transient=True) as progress:
             run = run_clients(target, 1, 0, out_root / "profile", binary, args.keep, progress)
+        os.kill(server.pid, signal.SIGUSR2)  # stop and write the stats
+        deadline = time.monotonic() + 30
+        while not stats_path.exists() and time.monotonic() < deadline and server.is_running:
+            time.sleep(0.05)
     finally:
-        server.stop()  # SIGTERM: binlogd shuts down cleanly and the stats are written
+        server.stop()
     if not stats_path.exists():
         raise RuntimeError(f"binlogd did not write {stats_path}; log: {server.log_tail()}")
     st = pstats.Stats(str(stats_path))
@@ -596,6 +603,7 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
         server.stop()
     if not raw_path.exists():
         raise RuntimeError(f"py-spy wrote no output: {(work / 'py-spy.log').read_text(errors='replace')[-2000:]}")
+    idle = 0
     own_lines: Counter[str] = Counter()
     own_funcs: Counter[str] = Counter()
     incl_funcs: Counter[str] = Counter()
@@ -615,20 +623,27 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
         if not frames:
             continue
         func, file, lineno = frames[-1]
+        if (func, file) in _WAITING:  # py-spy's idle detection misses these blocking calls
+            idle += count
+            continue
         own_lines[f"{file}:{lineno} {func}"] += count
         own_funcs[f"{file} {func}"] += count
         for f in {f"{fl} {fn}" for fn, fl, _ in frames}:
             incl_funcs[f] += count
     top = args.profile_top
 
-    def pct(n: int) -> float:
-        return 100.0 * n / total if total else 0.0
+    active = total - idle
 
-    result: dict[str, Any] = {"tool": "py-spy", "samples": total, "rate_hz": args.pyspy_rate, "run": run.to_json()}
+    def pct(n: int) -> float:
+        return 100.0 * n / active if active else 0.0
+
+    result: dict[str, Any] = {"tool": "py-spy", "samples": total, "waiting_samples": idle, "rate_hz": args.pyspy_rate,
+                              "run": run.to_json()}
     for key, title, counter in (("by_inclusive", "inclusive (function on the stack)", incl_funcs),
                                 ("by_own_function", "own time per function", own_funcs),
                                 ("by_own_line", "own time per source line", own_lines)):
-        t = Table(title=f"binlogd under py-spy, 1 client, {total} samples while active: top {top} {title}")
+        t = Table(title=f"binlogd under py-spy ({args.pyspy_rate} Hz), 1 client (wall {run.wall_s:.2f} s, sampled), "
+                  f"{active} busy samples ({idle} more were waiting in epoll/queue.get): top {top} {title}")
         t.add_column("where")
         t.add_column("samples", justify="right")
         t.add_column("%", justify="right")
@@ -638,6 +653,13 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
         console.print(t)
         result[key] = [{"where": w, "samples": n, "percent": round(pct(n), 2)} for w, n in entries]
     return result
+
+
+# Leaf frames that are a thread blocked in a system call (epoll_wait, a lock), i.e. waiting, not working.
+_WAITING = {
+    ("EpollSelector.select", "selectors.py"),
+    ("_worker", "concurrent/futures/thread.py"),
+}
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
