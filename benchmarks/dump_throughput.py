@@ -33,6 +33,7 @@ import argparse
 import contextlib
 import datetime as dt
 import json
+import linecache
 import os
 import platform
 import pstats
@@ -628,7 +629,7 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
             continue
         own_lines[f"{file}:{lineno} {func}"] += count
         own_funcs[f"{file} {func}"] += count
-        for f in {f"{fl} {fn}" for fn, fl, _ in frames}:
+        for f in {f"{fl} {fn}" for fn, fl, _ in frames if (fn, fl) not in _PLUMBING}:
             incl_funcs[f] += count
     top = args.profile_top
 
@@ -647,11 +648,17 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
         t.add_column("where")
         t.add_column("samples", justify="right")
         t.add_column("%", justify="right")
+        if key == "by_own_line":
+            t.add_column("source")
         entries = counter.most_common(top)
         for where, n in entries:
-            t.add_row(where, str(n), f"{pct(n):.1f}")
+            cells = [where, str(n), f"{pct(n):.1f}"]
+            if key == "by_own_line":
+                cells.append(_source_line(where))
+            t.add_row(*cells)
         console.print(t)
-        result[key] = [{"where": w, "samples": n, "percent": round(pct(n), 2)} for w, n in entries]
+        result[key] = [{"where": w, "samples": n, "percent": round(pct(n), 2),
+                        **({"source": _source_line(w)} if key == "by_own_line" else {})} for w, n in entries]
     return result
 
 
@@ -660,6 +667,33 @@ _WAITING = {
     ("EpollSelector.select", "selectors.py"),
     ("_worker", "concurrent/futures/thread.py"),
 }
+
+
+# Frames that are on every stack of the event-loop thread or a worker thread: left out of the inclusive ranking.
+_PLUMBING = {
+    ("<module>", "<frozen runpy>"),
+    ("_run_module_as_main", "<frozen runpy>"),
+    ("_run_code", "<frozen runpy>"),
+    ("<module>", "server/cli.py"),
+    ("main", "server/cli.py"),
+    ("run", "asyncio/runners.py"),
+    ("Runner.run", "asyncio/runners.py"),
+    ("BaseEventLoop.run_until_complete", "asyncio/base_events.py"),
+    ("BaseEventLoop.run_forever", "asyncio/base_events.py"),
+    ("BaseEventLoop._run_once", "asyncio/base_events.py"),
+    ("Handle._run", "asyncio/events.py"),
+    ("Thread._bootstrap", "threading.py"),
+    ("Thread._bootstrap_inner", "threading.py"),
+    ("Thread.run", "threading.py"),
+}
+
+
+def _source_line(where: str) -> str:
+    """The source text of a `file:line func` entry from this repository (best effort)."""
+    m = re.match(r"^(\S+):(\d+) ", where)
+    if not m or not (REPO_ROOT / m[1]).is_file():
+        return ""
+    return linecache.getline(str(REPO_ROOT / m[1]), int(m[2])).strip()[:70]
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

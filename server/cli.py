@@ -68,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "events; mariadb: reproduce MariaDB 10.11 byte for byte (holes)")
     s.add_argument("--basename", help="binlog base name when the directory holds several")
     s.add_argument("--gtid-domain-id", type=int, default=0, help="@@gtid_domain_id reported (default 0)")
+    d = sub.add_parser("demo-dir", help="write a small demo binlog directory (for `binlogd serve`)",
+                       description="Write mysql-bin.000001, mysql-bin.000002 and mysql-bin.index into DIR: what a "
+                       "MariaDB 10.11 primary (server_id 1, STATEMENT format, CRC32) writes for a small session on "
+                       "demo.items, including a transaction and a DDL under SET skip_replication=1. A DIR that "
+                       "already holds exactly these files is left as it is.")
+    d.add_argument("dir", type=Path, metavar="DIR", help="target directory (created if missing; must be empty)")
+    d.add_argument("--force", action="store_true",
+                   help="write into a non-empty DIR, replacing its mysql-bin.* files")
     return p
 
 
@@ -95,6 +103,16 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         except KeyboardInterrupt:
             return 0
+    elif args.command == "demo-dir":
+        from .demo import DemoDirError, write_demo_dir
+
+        try:
+            sizes, written = write_demo_dir(args.dir, force=args.force)
+        except (DemoDirError, OSError) as e:
+            print(f"binlogd: {e}", file=sys.stderr)
+            return 2
+        listing = ", ".join(f"{name} ({size} bytes)" for name, size in sizes.items())
+        print(f"{'wrote' if written else 'already present, unchanged:'} {listing} in {args.dir}")
     return 0
 
 

@@ -412,6 +412,8 @@ def _lex_number(sql: str, i: int) -> _Tok | None:
             raise SqlError(C.ER_ILLEGAL_VALUE_FOR_TYPE, f"Illegal double '{text}' value found during parsing")
     elif "." in text:
         value = Decimal(text)
+    elif len(text) > 20:  # beyond BIGINT UNSIGNED: a DECIMAL (and no int() of a huge digit string)
+        value = Decimal(text)
     else:
         value = int(text)
         if value > _U64:
@@ -1502,50 +1504,54 @@ def _expr_sql(ev: _Eval, node: _Node) -> str:
 
 
 def like_match(s: str, pattern: str, escape: str = "\\") -> bool:
-    """SQL LIKE, case-insensitive (MariaDB's default _ci collations), without regex backtracking blow-ups."""
+    """SQL LIKE, case-insensitive (MariaDB's default _ci collations).
+
+    Matches the '%'-separated segments left to right (the leftmost fit of each segment is always the best), so
+    it runs in about linear time and never backtracks exponentially, whatever a client sends.
+    """
     s = s.casefold()
-    toks: list[tuple[str, str]] = []  # ('%',''), ('_',''), ('c', char)
-    i = 0
     p = pattern.casefold()
+    segments: list[list[str | None]] = [[]]  # None is '_' (any one character)
+    i = 0
     while i < len(p):
         ch = p[i]
         if ch == escape and i + 1 < len(p):
-            toks.append(("c", p[i + 1]))
+            segments[-1].append(p[i + 1])
             i += 2
             continue
         if ch == "%":
-            if not toks or toks[-1][0] != "%":
-                toks.append(("%", ""))
-        elif ch == "_":
-            toks.append(("_", ""))
+            segments.append([])
         else:
-            toks.append(("c", ch))
+            segments[-1].append(None if ch == "_" else ch)
         i += 1
-    # dynamic programming over (pattern position) sets: O(len(s) * len(pattern))
-    states = {0}
-    for ch in s:
-        nxt: set[int] = set()
-        for st in _like_closure(states, toks):
-            if st < len(toks):
-                kind, c = toks[st]
-                if kind == "%":
-                    nxt.add(st)
-                elif kind == "_" or c == ch:
-                    nxt.add(st + 1)
-        states = nxt
-        if not states:
+    if len(segments) == 1:
+        return len(segments[0]) == len(s) and _seg_at(s, 0, segments[0])
+    first, last = segments[0], segments[-1]
+    if len(first) + len(last) > len(s) or not _seg_at(s, 0, first) or not _seg_at(s, len(s) - len(last), last):
+        return False
+    pos, end = len(first), len(s) - len(last)
+    for seg in segments[1:-1]:
+        found = _seg_find(s, seg, pos, end)
+        if found < 0:
             return False
-    return len(toks) in _like_closure(states, toks)
+        pos = found + len(seg)
+    return True
 
 
-def _like_closure(states: set[int], toks: list[tuple[str, str]]) -> set[int]:
-    out = set(states)
-    for st in sorted(states):
-        k = st
-        while k < len(toks) and toks[k][0] == "%":
-            k += 1
-            out.add(k)
-    return out
+def _seg_at(s: str, at: int, seg: list[str | None]) -> bool:
+    return all(c is None or s[at + k] == c for k, c in enumerate(seg))
+
+
+def _seg_find(s: str, seg: list[str | None], start: int, end: int) -> int:
+    """Leftmost index >= start where seg fits before end, or -1."""
+    if not seg:
+        return start
+    if None not in seg:
+        return s.find("".join(seg), start, end)  # type: ignore[arg-type]
+    for at in range(start, end - len(seg) + 1):
+        if _seg_at(s, at, seg):
+            return at
+    return -1
 
 
 # --- function implementations (name -> (min args, max args, fn(ev, node, args)))
