@@ -410,9 +410,7 @@ def _lex_number(sql: str, i: int) -> _Tok | None:
         value = float(text)
         if math.isinf(value):
             raise SqlError(C.ER_ILLEGAL_VALUE_FOR_TYPE, f"Illegal double '{text}' value found during parsing")
-    elif "." in text:
-        value = Decimal(text)
-    elif len(text) > 20:  # beyond BIGINT UNSIGNED: a DECIMAL (and no int() of a huge digit string)
+    elif "." in text or len(text) > 20:  # a DECIMAL (past BIGINT UNSIGNED: no int() of a huge digit string)
         value = Decimal(text)
     else:
         value = int(text)

@@ -1,0 +1,75 @@
+"""Real replicas on a live binlogd: growth of the served directory, reconnects, semi-sync replicas, heartbeats."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from protocol.binlog_file import scan
+from tests.oracle_data import ORACLE
+
+FILES = ["mysql-bin.000001", "mysql-bin.000002"]
+
+
+def _replica(mariadb, name: str, sid: int, *args: str):
+    return mariadb(name, sid, "--relay-log=relay-bin", *args)
+
+
+def test_blocking_dump_picks_up_new_files_and_reconnects(tmp_path: Path, mariadb, binlogd) -> None:
+    """Start with only the first file; the replica waits at its end. A second file (and index) appears:
+    the waiting dump follows the rotation without polling from the replica. STOP/START SLAVE (GTID and
+    file/pos) resume at the end without errors."""
+    d = tmp_path / "live"
+    d.mkdir()
+    first = (ORACLE / FILES[0]).read_bytes()
+    rotate = scan(first).events[-1]
+    assert rotate.type_code == 4  # the ROTATE we hold back
+    cut = rotate.pos
+    # file 1 without its trailing ROTATE: the "active" file as it was before FLUSH BINARY LOGS
+    (d / FILES[0]).write_bytes(first[:cut])
+    server = binlogd(["--binlog-dir", str(d), "--server-id", "100"])
+    gtid_r = _replica(mariadb, "gtid", 2)
+    pos_r = _replica(mariadb, "filepos", 3)
+    gtid_r.change_master(server.host, server.port, use_gtid="slave_pos", heartbeat=0.5)
+    pos_r.change_master(server.host, server.port, use_gtid="no", log_file=FILES[0], log_pos=4)
+    for r in (gtid_r, pos_r):
+        r.start_slave()
+    for r in (gtid_r, pos_r):
+        r.wait_slave_pos(FILES[0], cut)
+    # an idle replica with MASTER_HEARTBEAT_PERIOD=0.5 receives heartbeats and keeps running
+    time.sleep(1.6)
+    beats = gtid_r.query("SHOW GLOBAL STATUS LIKE 'Slave_received_heartbeats'")
+    assert int(beats[0][1]) >= 2 and gtid_r.slave_status()["Slave_IO_Running"] == "Yes"
+
+    # the primary rotates: file 1 gets its ROTATE, file 2 and the index appear
+    (d / FILES[0]).write_bytes(first)
+    shutil.copy(ORACLE / FILES[1], d / FILES[1])
+    (d / "mysql-bin.index").write_text("".join(f"./{f}\n" for f in FILES))
+    end = (d / FILES[1]).stat().st_size
+    for r in (gtid_r, pos_r):
+        r.wait_slave_pos(FILES[1], end)
+    want = gtid_r.table_checksums(["d"])
+    assert want and pos_r.table_checksums(["d"]) == want
+
+    for r in (gtid_r, pos_r):
+        r.stop_slave()
+        r.start_slave()
+        r.wait_slave_pos(FILES[1], end)
+        st = r.slave_status()
+        assert st["Last_IO_Errno"] == 0 and st["Last_SQL_Errno"] == 0, st
+    assert "Traceback" not in server.log_text()
+
+
+def test_semi_sync_replica_stays_asynchronous(tmp_path: Path, mariadb, binlogd) -> None:
+    d = tmp_path / "b"
+    d.mkdir()
+    for f in FILES:
+        shutil.copy(ORACLE / f, d)
+    server = binlogd(["--binlog-dir", str(d), "--server-id", "100"])
+    r = _replica(mariadb, "semisync", 2, "--rpl-semi-sync-slave-enabled=ON")
+    r.change_master(server.host, server.port, use_gtid="slave_pos")
+    r.start_slave()
+    r.wait_slave_pos(FILES[1], (d / FILES[1]).stat().st_size)
+    assert r.query("SHOW STATUS LIKE 'Rpl_semi_sync_slave_status'") == [("Rpl_semi_sync_slave_status", "OFF")]
+    assert r.slave_status()["Slave_IO_Running"] == "Yes"
