@@ -129,8 +129,8 @@ def execute(sql: str, session: SessionState, server: ServerView) -> ResultSet | 
     except SqlError as e:
         session.diagnostics = [*st.warnings, ("Error", e.code, e.message)]
         raise
-    except RecursionError:
-        err = _parse_error(sql, len(sql), "memory exhausted")
+    except RecursionError:  # an expression nested deeper than Python's stack (MariaDB: parser stack)
+        err = _parse_error(st.sql, len(st.sql), "memory exhausted")
         session.diagnostics = [("Error", err.code, err.message)]
         raise err from None
     if st.warnings or st.clears_diagnostics:
@@ -859,7 +859,7 @@ class _Parser:
         if k == "OP" and t.text == "(":
             if self.is_kw(self.peek(), "SELECT"):
                 self.i += 1
-                sel = self.select_body()
+                sel = self.select_body(nested=True)
                 close = self.peek()
                 self.expect_op(")")
                 return _Subq(t.pos, close.end, sel)
@@ -953,7 +953,7 @@ class _Parser:
         return _Case(t.pos, end.end, base, whens, default)
 
     # --- SELECT
-    def select_body(self) -> _Select:
+    def select_body(self, nested: bool = False) -> _Select:
         while self.accept_kw(*_SELECT_OPTIONS):
             pass
         items = [self.select_item()]
@@ -961,6 +961,8 @@ class _Parser:
             items.append(self.select_item())
         sel = _Select(items)
         self.select_tail(sel)
+        if nested and sel.unsupported:
+            raise not_supported(sel.unsupported)
         return sel
 
     def select_item(self) -> _Item:
@@ -996,8 +998,9 @@ class _Parser:
             else:
                 db, name = self.table_ref()
                 alias = None
-                if self.accept_kw("AS") or self.peek().kind == "QID" or (self.peek().kind == "ID" and
-                                                   self.peek().text.upper() not in _RESERVED):
+                nxt = self.peek()
+                has_alias = nxt.kind == "QID" or (nxt.kind == "ID" and nxt.text.upper() not in _RESERVED)
+                if self.accept_kw("AS") or has_alias:
                     alias = self.ident()
                 sel.table = (db, name, alias)
                 if self.peek().kind == "OP" and self.peek().text == ",":
@@ -1060,7 +1063,16 @@ class _Parser:
         return names
 
     def skip_rest(self) -> None:
+        """Past a clause binlogd does not evaluate (it reports 1235 after the table checks)."""
+        depth = 0
         while not self.at_end():
+            t = self.peek()
+            if t.kind == "OP" and t.text == "(":
+                depth += 1
+            elif t.kind == "OP" and t.text == ")":
+                if depth == 0:
+                    return  # the end of an enclosing subquery
+                depth -= 1
             self.i += 1
 
 
@@ -1105,18 +1117,8 @@ def _decimal_text(v: Decimal) -> str:
 
 
 def _out(v: Any) -> Any:
-    """Python value for a result row: decimals as MariaDB's text, hex literals as bytes."""
-    if isinstance(v, Decimal):
-        return _decimal_text(v)
-    if isinstance(v, _Hex):
-        return bytes(v)
-    if isinstance(v, bool):
-        return int(v)
-    return v
-
-
-def _user_var_value(v: Any) -> object:
-    """What a user variable stores (str | int | float | bytes | None)."""
+    """A value as rows and user variables carry it (str | int | float | bytes | None): decimals as MariaDB's
+    text, hex literals as plain bytes."""
     if isinstance(v, Decimal):
         return _decimal_text(v)
     if isinstance(v, _Hex):
@@ -1187,7 +1189,10 @@ class _Eval:
         tz = self.stmt.sysvar_session("time_zone")
         parsed = SV.parse_time_zone(str(tz)) if tz is not None else None
         if parsed is None or parsed[1] is None:
-            off = dt.datetime.fromtimestamp(epoch).astimezone().utcoffset()
+            try:
+                off = dt.datetime.fromtimestamp(epoch).astimezone().utcoffset()
+            except (OverflowError, OSError, ValueError):
+                return 0
             return int(off.total_seconds()) if off is not None else 0
         return parsed[1]
 
@@ -1247,7 +1252,7 @@ class _Eval:
             return self.column(node)
         if isinstance(node, _Assign):
             v = self.ev(node.expr)
-            self.session.user_vars[node.name] = _user_var_value(v)
+            self.session.user_vars[node.name] = _out(v)
             return v
         if isinstance(node, _Case):
             return self.case(node)
@@ -1605,8 +1610,11 @@ def _precision(ev: _Eval, node: _Func, args: list[_Node], sql_name: str) -> int:
     return p
 
 
-def _datetime_text(epoch: float, offset: int, precision: int, part: str) -> str:
-    t = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=epoch + offset)
+def _datetime_text(epoch: float, offset: int, precision: int, part: str) -> str | None:
+    try:
+        t = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=epoch + offset)
+    except OverflowError:
+        return None
     if part == "date":
         return t.strftime("%Y-%m-%d")
     text = t.strftime("%H:%M:%S" if part == "time" else "%Y-%m-%d %H:%M:%S")
@@ -1829,10 +1837,7 @@ class _Stmt:
         """The session value of a BOTH/SESSION_ONLY variable (global value when not overridden)."""
         if name in self.session.session_sysvars:
             return self.session.session_sysvars[name]
-        var = SV.SYSVARS[name]
-        if var.scope is Scope.SESSION_ONLY:
-            return var.default if not callable(var.default) else var.global_value(self.server)
-        return var.global_value(self.server)
+        return SV.SYSVARS[name].global_value(self.server)
 
     def session_bound(self, name: str) -> Any:
         s = self.session
@@ -2171,7 +2176,7 @@ class _Stmt:
         s = self.session
         if it.kind == "user":
             assert it.expr is not None
-            value = _user_var_value(ev.ev(it.expr))
+            value = _out(ev.ev(it.expr))
 
             def apply_user() -> None:
                 s.user_vars[it.name] = value
@@ -2270,6 +2275,11 @@ class _Stmt:
             if raw is None or is_str:
                 raise _wrong_type(name)
             fv = float(self.ev.number(raw) or 0)
+            lo_f, hi_f = float(var.min or 0), float(var.max if var.max is not None else _DBL_MAX)
+            if not lo_f <= fv <= hi_f:
+                self.warnings.append(("Warning", C.ER_TRUNCATED_WRONG_VALUE,
+                                      f"Truncated incorrect {name} value: '{_to_text(raw)}'"))
+                fv = min(max(fv, lo_f), hi_f)
             return fv, {}
         if kind is Kind.ENUM:
             if raw is None:

@@ -36,7 +36,6 @@ from protocol.binlog_file import scan, verify
 from protocol.constants import (
     BINLOG_CHECKPOINT_EVENT,
     FORMAT_DESCRIPTION_EVENT,
-    GTID_EVENT,
     GTID_LIST_EVENT,
     HEADER_LEN,
     LOG_EVENT_BINLOG_IN_USE_F,
@@ -47,10 +46,19 @@ from protocol.constants import (
     Q_SQL_MODE_CODE,
     Q_XID,
     QUERY_EVENT,
-    ROTATE_EVENT,
     XID_EVENT,
 )
-from protocol.events import iter_binlog, parse_event, verify_checksum
+from protocol.events import (
+    FormatDescriptionBody,
+    GtidBody,
+    GtidListBody,
+    QueryBody,
+    RotateBody,
+    XidBody,
+    iter_binlog,
+    parse_event,
+    verify_checksum,
+)
 from server.cli import main
 from server.demo import (
     DEMO_ROWS_FLAGGED,
@@ -96,20 +104,23 @@ def test_demo_files_are_valid_binlogs(demo_dir: Path) -> None:
                                                          BINLOG_CHECKPOINT_EVENT]
         for ref in res.events:
             assert ref.log_pos == ref.end and ref.server_id == 1
-        fde = parse_event(data[4:res.events[0].end], 1, verify_crc=True)
-        assert not fde.header.flags & LOG_EVENT_BINLOG_IN_USE_F
-        assert fde.body.server_version == DEMO_SERVER_VERSION  # type: ignore[union-attr]
-        assert (fde.body.create_timestamp != 0) == (i == 0)  # type: ignore[union-attr]
-        evs = [parse_event(ev, 1, verify_crc=True) for _, ev in _events(data)]
-        all_xids += [e.body.xid for e in evs if e.header.type_code == XID_EVENT]  # type: ignore[union-attr]
-        all_xids += [e.body.status_vars[Q_XID] for e in evs  # type: ignore[union-attr]
-                     if e.header.type_code == QUERY_EVENT and Q_XID in e.body.status_vars]  # type: ignore[union-attr]
+        evs = [parse_event(ev, 1, verify_crc=True).body for _, ev in _events(data)]
+        fde, gtid_list, last = evs[0], evs[1], evs[-1]
+        assert isinstance(fde, FormatDescriptionBody) and isinstance(gtid_list, GtidListBody)
+        assert not data[4 + 17] & LOG_EVENT_BINLOG_IN_USE_F
+        assert fde.server_version == DEMO_SERVER_VERSION
+        assert (fde.create_timestamp != 0) == (i == 0)  # the first binlog after the server start
+        for body in evs:  # Xid events and the Q_XID of DDL, in binlog order
+            if isinstance(body, XidBody):
+                all_xids.append(body.xid)
+            elif isinstance(body, QueryBody) and isinstance(xid := body.status_vars.get(Q_XID), int):
+                all_xids.append(xid)
         if i == 0:
-            last = evs[-1]
-            assert last.header.type_code == ROTATE_EVENT
-            assert (last.body.position, last.body.next_file) == (4, b"mysql-bin.000002")  # type: ignore[union-attr]
+            assert gtid_list.gtids == ()
+            assert isinstance(last, RotateBody) and (last.position, last.next_file) == (4, b"mysql-bin.000002")
         else:
-            assert evs[1].body.gtids == ((0, 1, 7),)  # type: ignore[union-attr]
+            assert gtid_list.gtids == ((0, 1, 7),)
+            assert isinstance(last, XidBody)
     assert all_xids == sorted(set(all_xids)), "xids must increase"
 
 
@@ -263,8 +274,8 @@ def test_flag_bits_in_demo(demo_dir: Path) -> None:
     flagged_seq: set[int] = set()
     seq = 0
     for e in evs:
-        if e.header.type_code == GTID_EVENT:
-            seq = e.body.seq_no  # type: ignore[union-attr]
+        if isinstance(e.body, GtidBody):
+            seq = e.body.seq_no
             if e.header.flags & LOG_EVENT_SKIP_REPLICATION_F:
                 assert e.header.flags == 0x8008
                 flagged_seq.add(seq)
