@@ -80,13 +80,16 @@ MB = 1_000_000
 FDE_FLAGS_BYTE = BIN_LOG_HEADER_SIZE + FLAGS_OFFSET  # file offset of the FDE's low flags byte
 COMPARE_CHUNK = 4 << 20
 
-TARGETS = ("mariadb", "binlogd", "binlogd-compat")
+TARGETS = ("mariadb", "binlogd", "binlogd-compat", "binlogd-alt")
+DEFAULT_TARGETS = TARGETS[:3]  # + binlogd-alt when --binlogd-tree is given
 TARGET_LABELS = {
     "mariadb": "MariaDB 10.11",
     "binlogd": "binlogd",
     "binlogd-compat": "binlogd --compat mariadb",
+    "binlogd-alt": "binlogd from --binlogd-tree",
 }
-SHORT_LABELS = {"mariadb": "MariaDB", "binlogd": "binlogd", "binlogd-compat": "binlogd compat"}
+SHORT_LABELS = {"mariadb": "MariaDB", "binlogd": "binlogd", "binlogd-compat": "compat", "binlogd-alt": "alt tree"}
+LAUNCHER = "benchmarks._binlogd_launcher"
 
 # ---- workload ------------------------------------------------------------------------------------------
 
@@ -348,8 +351,19 @@ class RunResult:
     bytes_per_client: int
     server_cpu_s: float
     clients_cpu_s: float
+    machine_busy_cpu_s: float  # all CPUs, all processes, during the run (/proc/stat)
     loadavg_before: float
     mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def other_cpu_s(self) -> float:
+        """CPU used during the run by processes other than the server and the clients: noise (other people's
+        jobs on a shared machine; this benchmark's own process is included, it mostly sleeps)."""
+        return max(0.0, self.machine_busy_cpu_s - self.server_cpu_s - self.clients_cpu_s)
+
+    @property
+    def server_us_per_event(self) -> float:
+        return 1e6 * self.server_cpu_s / (self.clients * self.events_per_client)
 
     @property
     def agg_events_per_s(self) -> float:
@@ -377,6 +391,8 @@ class RunResult:
             client_events_per_s_min=round(min(ce)),
             client_mb_per_s_mean=round(sum(cm) / len(cm), 2),
             client_mb_per_s_min=round(min(cm), 2),
+            server_us_per_event=round(self.server_us_per_event, 3),
+            other_cpu_s=round(self.other_cpu_s, 2),
         )
         return d
 
@@ -405,6 +421,14 @@ def cpu_seconds(pid: int) -> float:
         stat = f.read()
     fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds spent not idle, summed over all CPUs, since boot (first line of /proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / _CLK_TCK
 
 
 def client_command(binary: str, port: int, out_dir: Path, first_file: str) -> list[str]:
@@ -464,6 +488,7 @@ def run_clients(target: Target, clients: int, repetition: int, out_root: Path, b
     load = os.getloadavg()[0]
     cpu0 = cpu_seconds(target.pid)
     children0 = os.times()
+    busy0 = machine_busy_seconds()
     threads: list[threading.Thread] = []
     try:
         t0 = time.perf_counter()
@@ -491,6 +516,7 @@ def run_clients(target: Target, clients: int, repetition: int, out_root: Path, b
                 p.kill()
                 p.wait()
         progress.remove_task(task)
+    busy1 = machine_busy_seconds()
     children1 = os.times()
     cpu1 = cpu_seconds(target.pid)
     problems: list[str] = []
@@ -516,6 +542,7 @@ def run_clients(target: Target, clients: int, repetition: int, out_root: Path, b
         server_cpu_s=round(cpu1 - cpu0, 3),
         clients_cpu_s=round((children1.children_user + children1.children_system)
                             - (children0.children_user + children0.children_system), 3),
+        machine_busy_cpu_s=round(busy1 - busy0, 2),
         loadavg_before=load,
         mismatches=problems,
     )
@@ -536,8 +563,8 @@ def profile_cprofile(args: argparse.Namespace, bs: BinlogSet, work: Path, out_ro
                      console: Console, stack: contextlib.ExitStack) -> dict[str, Any]:
     """One 1-client dump from a binlogd whose event-loop thread is profiled only while the dump runs."""
     stats_path = work / "binlogd.cprofile"
-    server = Binlogd.start(_binlogd_args(bs, compat=False), log_path=work / "binlogd-cprofile.log",
-                           env={"BINLOGD_BENCH_PROFILE": str(stats_path)}, module="benchmarks._profiled_binlogd")
+    server = start_binlogd(bs, "binlogd-alt" if args.profile_alt else "binlogd", args.binlogd_tree,
+                           work / "binlogd-cprofile.log", profile_out=stats_path)
     stack.callback(server.stop)
     target = _binlogd_target("binlogd", server, bs)
     try:
@@ -581,7 +608,8 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
     pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(pyspy).exists():
         raise RuntimeError("py-spy is not installed (pip install py-spy)")
-    server = Binlogd.start(_binlogd_args(bs, compat=False), log_path=work / "binlogd-pyspy.log")
+    server = start_binlogd(bs, "binlogd-alt" if args.profile_alt else "binlogd", args.binlogd_tree,
+                           work / "binlogd-pyspy.log")
     stack.callback(server.stop)
     raw_path = work / "binlogd.pyspy.txt"
     with open(work / "py-spy.log", "wb") as spy_log:
@@ -705,17 +733,29 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 # ---- orchestration -------------------------------------------------------------------------------------
 
 
-def _binlogd_args(bs: BinlogSet, compat: bool) -> list[str]:
+def start_binlogd(bs: BinlogSet, key: str, tree: Path | None, log_path: Path, profile_out: Path | None = None
+                  ) -> Binlogd:
+    """binlogd serving the binlog read-only, through the launcher (alternative source tree, cProfile hooks)."""
     args = ["--binlog-dir", str(bs.directory), "--server-id", "2", "--basename", BASENAME]
-    return [*args, "--compat", "mariadb"] if compat else args
+    if key == "binlogd-compat":
+        args += ["--compat", "mariadb"]
+    env = {}
+    if key == "binlogd-alt":
+        if tree is None:
+            raise ValueError("binlogd-alt needs --binlogd-tree")
+        env["BINLOGD_BENCH_TREE"] = str(tree)
+    if profile_out is not None:
+        env["BINLOGD_BENCH_PROFILE"] = str(profile_out)
+    return Binlogd.start(args, log_path=log_path, env=env, module=LAUNCHER)
 
 
 def _binlogd_target(key: str, server: Binlogd, bs: BinlogSet) -> Target:
+    """What a client of binlogd must get: exactly the cached files."""
     return Target(key, server.port, server.pid, bs.files[0].name, dict(zip([f.name for f in bs.files], bs.paths(),
                   strict=True)), {f.name: f for f in bs.files})
 
 
-def start_targets(keys: Sequence[str], bs: BinlogSet, work: Path, stack: contextlib.ExitStack,
+def start_targets(keys: Sequence[str], bs: BinlogSet, work: Path, tree: Path | None, stack: contextlib.ExitStack,
                   console: Console) -> list[Target]:
     targets = []
     with _progress(console, transient=True) as progress:
@@ -729,8 +769,7 @@ def start_targets(keys: Sequence[str], bs: BinlogSet, work: Path, stack: context
                 expected = {n: (bs.directory / n if n in known else primary.datadir / n) for n in names}
                 targets.append(Target(key, primary.port, primary.pid, bs.files[0].name, expected, known))
             else:
-                server = Binlogd.start(_binlogd_args(bs, compat=key == "binlogd-compat"),
-                                       log_path=work / f"{key}.log")
+                server = start_binlogd(bs, key, tree, work / f"{key}.log")
                 stack.callback(server.stop)
                 targets.append(_binlogd_target(key, server, bs))
             progress.advance(task)
@@ -767,10 +806,13 @@ def print_table(summary: dict[str, Any], keys: Sequence[str], console: Console, 
     title = "dump throughput: mariadb-binlog --read-from-remote-server --raw --to-last-log"
     if repeat > 1:
         title += f" (best of {repeat})"
-    t = Table(title=title, caption="events/s, MB/s (10^6 B): all clients together (clients x volume / wall); "
-              "per client: mean of each client's own rate; ÷ MariaDB: ratio of the aggregate events/s")
+    caption = ("events/s, MB/s (10^6 B): all clients together (clients x volume / wall); per client: mean of each "
+               "client's own rate; server CPU: user+sys of the server process during the run; other CPU: everything "
+               "else that ran on the machine meanwhile except the clients (noise); ÷ MariaDB: ratio of the aggregate "
+               "events/s")
+    t = Table(title=title, caption=caption)
     for col in ("clients", "server", "wall s", "events/s", "MB/s", "events/s/client", "MB/s/client", "server CPU s",
-                "output", "÷ MariaDB"):
+                "server µs/event", "other CPU s", "output", "÷ MariaDB"):
         t.add_column(col, justify="left" if col in ("server", "output") else "right", no_wrap=True)
     for c, entry in summary.items():
         ratios = entry.get("ratios_vs_mariadb", {})
@@ -782,7 +824,8 @@ def print_table(summary: dict[str, Any], keys: Sequence[str], console: Console, 
             ok = "[green]identical[/]" if not r["mismatches"] else f"[red]{len(r['mismatches'])} MISMATCH[/]"
             t.add_row(c, SHORT_LABELS[k], f"{r['wall_s']:.2f}", f"{r['agg_events_per_s']:,}",
                       f"{r['agg_mb_per_s']:.1f}", f"{r['client_events_per_s_mean']:,}",
-                      f"{r['client_mb_per_s_mean']:.1f}", f"{r['server_cpu_s']:.2f}", ok, ratio)
+                      f"{r['client_mb_per_s_mean']:.1f}", f"{r['server_cpu_s']:.2f}", f"{r['server_us_per_event']:.2f}",
+                      f"{r['other_cpu_s']:.1f}", ok, ratio)
         t.add_section()
     console.print(t)
 
@@ -832,9 +875,14 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="minimum events in the binlog (default 1M)")
     p.add_argument("--clients", type=_counts, default=[1, 8], help="concurrent client counts (default 1,8)")
-    p.add_argument("--targets", type=_targets, default=list(TARGETS),
-                   help=f"servers to measure (default {','.join(TARGETS)})")
-    p.add_argument("--repeat", type=int, default=1, help="repetitions per measurement; the best is reported")
+    p.add_argument("--targets", type=_targets,
+                   help=f"servers to measure, from {','.join(TARGETS)} (default {','.join(DEFAULT_TARGETS)}, plus "
+                   "binlogd-alt with --binlogd-tree)")
+    p.add_argument("--binlogd-tree", type=Path,
+                   help="a directory with another server/ and protocol/ (e.g. a patched copy of the repository): "
+                   "measured as target binlogd-alt next to the others, for before/after comparisons")
+    p.add_argument("--repeat", type=int, default=2,
+                   help="repetitions per measurement, interleaved; the best (shortest wall) is reported (default 2)")
     p.add_argument("--max-binlog-size", type=_size, default=DEFAULT_MAX_BINLOG_SIZE,
                    help="rotation size of the generated binlog (default 64M)")
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR,
@@ -846,6 +894,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep server directories, logs and client outputs")
     p.add_argument("--profile", nargs="?", const="cprofile", choices=["cprofile", "py-spy", "both"],
                    help="after the timed runs, profile binlogd for one 1-client dump (default tool: cprofile)")
+    p.add_argument("--profile-alt", action="store_true", help="profile the --binlogd-tree code instead")
     p.add_argument("--profile-top", type=int, default=25, help="entries shown per profile ranking (default 25)")
     p.add_argument("--pyspy-rate", type=int, default=250, help="py-spy samples per second (default 250)")
     p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
@@ -879,9 +928,19 @@ def _dir(path: Path | None, prefix: str, parent: str | None, keep: bool, console
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # wide enough for the result table when the output is not a terminal (CI logs, files)
-    console = Console() if sys.stdout.isatty() else Console(width=140)
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     if args.events < 1 or args.repeat < 1:
         console.print("[red]--events and --repeat must be >= 1[/]")
+        return 2
+    if args.binlogd_tree is not None:
+        args.binlogd_tree = args.binlogd_tree.resolve()
+        if not (args.binlogd_tree / "server" / "cli.py").is_file():
+            console.print(f"[red]--binlogd-tree {args.binlogd_tree} has no server/cli.py[/]")
+            return 2
+    if args.targets is None:
+        args.targets = [*DEFAULT_TARGETS, *(["binlogd-alt"] if args.binlogd_tree else [])]
+    if ("binlogd-alt" in args.targets or args.profile_alt) and args.binlogd_tree is None:
+        console.print("[red]binlogd-alt / --profile-alt need --binlogd-tree[/]")
         return 2
     binary = find_binary("mariadb-binlog")
     missing = [b for b in ("mariadbd", "mariadb-install-db", "mariadb-binlog") if find_binary(b) is None]
@@ -897,7 +956,7 @@ def main(argv: list[str] | None = None) -> int:
             work = stack.enter_context(_dir(args.work_dir, "binlogd-bench-", None, args.keep, console))
             out_root = stack.enter_context(_dir(args.out_dir, "binlogd-bench-out-", shm or str(work), args.keep,
                                                 console))
-            targets = start_targets(args.targets, bs, work, stack, console)
+            targets = start_targets(args.targets, bs, work, args.binlogd_tree, stack, console)
             mariadb_version = ""
             with contextlib.suppress(Exception):
                 mariadb_version = subprocess.run([binary, "--version"], capture_output=True, text=True,
@@ -908,7 +967,8 @@ def main(argv: list[str] | None = None) -> int:
                 overall = progress.add_task("measuring", total=total_runs)
                 for c in args.clients:
                     for rep in range(args.repeat):
-                        for target in targets:
+                        # every other repetition in reverse order: no server always runs right after another
+                        for target in targets if rep % 2 == 0 else targets[::-1]:
                             r = run_clients(target, c, rep, out_root, binary, args.keep, progress)
                             results.append(r)
                             progress.advance(overall)

@@ -47,6 +47,7 @@ class BinlogdServer(MysqlServer):
         self.max_connections = max_connections
         self._next_id = 0
         self.connections: dict[int, ReplicationConnection] = {}
+        primary.connections = lambda: len(self.connections)
 
     async def _client_connected_cb(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")

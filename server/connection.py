@@ -35,7 +35,7 @@ from .auth import PEER_HOST, access_denied
 from .decision import clamp_capability
 from .dump import DumpParams, DumpStream
 from .primary import Primary
-from .sql_surface import Ok, ResultSet, SessionState, SqlError, execute
+from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 
 log = logging.getLogger("binlogd.conn")
 
@@ -79,8 +79,23 @@ class ReplicationSession(BaseSession):
         assert isinstance(result, ResultSet)
         return result.rows, result.columns
 
+    async def init(self, connection: Connection) -> None:
+        """After authentication: CONNECTION_ID() and USER() answer for this session."""
+        self.state.connection_id = connection.connection_id
+        self.state.user = self.username or ""
+        self.state.host = getattr(connection, "peer_host", "localhost")
+        if self.database:  # the database named in the handshake
+            try:
+                change_database(self.state, self.database)
+            except SqlError as e:
+                log.warning("connection %d: handshake database ignored: %s", connection.connection_id, e.message)
+                self.database = None
+
     async def use(self, database: str) -> None:
-        raise MysqlError(f"Unknown database '{database}'", 1049)
+        try:
+            change_database(self.state, database)
+        except SqlError as e:
+            raise MysqlError(e.message, e.code) from e  # type: ignore[arg-type]
 
 
 class AuthFailed(Exception):

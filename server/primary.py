@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.binlog_file import scan
@@ -51,6 +53,14 @@ class Primary:
         self.slaves: dict[int, SlaveHost] = {}
         self.dumps: dict[int, DumpStream] = {}
         self.hostname = socket.gethostname()
+        self.started = time.monotonic()
+        self.connections: Callable[[], int] = lambda: 0  # set by the network server
+
+    def uptime(self) -> int:
+        return int(time.monotonic() - self.started)
+
+    def threads_connected(self) -> int:
+        return self.connections()
 
     # --- replicas -----------------------------------------------------------------------------------
     def register_slave(self, cmd: RegisterSlave, peer_host: str) -> None:

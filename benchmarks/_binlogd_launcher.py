@@ -1,0 +1,47 @@
+"""``python -m benchmarks._binlogd_launcher serve ...``: binlogd's CLI, optionally from another source tree and/or
+with an on-demand cProfile. Started by ``dump_throughput`` through ``tests.harness.Binlogd.start(module=...)``.
+
+* ``$BINLOGD_BENCH_TREE``: a directory holding ``server/`` and ``protocol/`` packages (e.g. a patched copy of this
+  repository) that is put first on ``sys.path``, so that the dump code measured is that tree's (``--binlogd-tree``).
+* ``$BINLOGD_BENCH_PROFILE``: SIGUSR1 starts cProfile, SIGUSR2 stops it and writes the stats there (atomically:
+  temporary name, then rename), so the profile covers the dump only, not imports and startup. Only the
+  event-loop (main) thread is profiled: file reads run in ``asyncio.to_thread`` workers and show up as time
+  spent awaiting them.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import importlib
+import os
+import signal
+import sys
+from types import FrameType
+
+
+def run() -> int:
+    tree = os.environ.get("BINLOGD_BENCH_TREE")
+    if tree:
+        sys.path.insert(0, os.path.abspath(tree))
+    cli = importlib.import_module("server.cli")
+    if tree and not os.path.abspath(cli.__file__ or "").startswith(os.path.abspath(tree) + os.sep):
+        raise SystemExit(f"server.cli was imported from {cli.__file__}, not from {tree}")
+    out = os.environ.get("BINLOGD_BENCH_PROFILE")
+    if out:
+        prof = cProfile.Profile()
+
+        def start(signum: int, frame: FrameType | None) -> None:
+            prof.enable()
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            prof.disable()
+            prof.dump_stats(out + ".tmp")
+            os.replace(out + ".tmp", out)
+
+        signal.signal(signal.SIGUSR1, start)
+        signal.signal(signal.SIGUSR2, stop)
+    return int(cli.main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(run())
