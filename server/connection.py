@@ -69,7 +69,8 @@ class ReplicationSession(BaseSession):
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         try:
-            result = execute(sql, self.state, self.primary)
+            # in a thread: SHOW BINLOG EVENTS, @@gtid_binlog_pos... read binlog files
+            result = await asyncio.to_thread(execute, sql, self.state, self.primary)
         except SqlError as e:
             err = MysqlError(e.message, e.code)  # type: ignore[arg-type]
             err.sqlstate = e.sqlstate.encode() if isinstance(e.sqlstate, str) else e.sqlstate  # type: ignore[attr-defined]

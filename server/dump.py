@@ -241,7 +241,7 @@ class DumpStream:
 
     # --- main loop ------------------------------------------------------------------------------------------
     async def _serve(self) -> None:
-        name, pos = self._resolve_start()
+        name, pos = await asyncio.to_thread(self._resolve_start)  # reads index, file heads, GTID state
         self.start_file = self.p.file
         first = True
         rotate_crc = self.p.first_rotate_crc

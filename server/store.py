@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,8 @@ class BinlogStore:
         self._cond = asyncio.Condition()
         self._version = 0
         self._heads: dict[str, FileHead] = {}
-        self._state_cache: tuple[tuple[str, int], BinlogState] | None = None
+        self._state_cache: tuple[str, int, BinlogState] | None = None
+        self._state_lock = threading.Lock()
         self.files()  # fail early on an unusable directory
 
     # --- inventory ---------------------------------------------------------------------------------
@@ -148,22 +150,33 @@ class BinlogStore:
         return h
 
     def binlog_state(self) -> BinlogState:
-        """GTID state at the end of the binlog: the active file's GTID_LIST plus its GTID events."""
-        name = self.active()
-        end = self.end_of(name)
-        if self._state_cache and self._state_cache[0] == (name, end):
-            return self._state_cache[1].copy()
-        head = self.head(name)
-        state = BinlogState()
-        state.load(head.gtid_list or [])
-        with open(self.path(name), "rb") as f:
-            data = f.read(end)
-        for ev in scan(data).events:
-            if ev.type_code == GTID_EVENT and ev.length >= HEADER_LEN + 13:
-                d, s, n, _ = peek_gtid(data, ev.pos)
-                state.update(Gtid(d, s, n))
-        self._state_cache = ((name, end), state)
-        return state.copy()
+        """GTID state at the end of the binlog: the active file's GTID_LIST plus its GTID events.
+
+        Scanned incrementally (only bytes appended since the last call are read); call from a thread.
+        """
+        with self._state_lock:
+            name = self.active()
+            end = self.end_of(name)
+            cached = self._state_cache
+            if cached is None or cached[0] != name or cached[1] > end:
+                head = self.head(name)
+                state = BinlogState()
+                state.load(head.gtid_list or [])
+                start = head.fde_end
+            else:
+                _, start, state = cached
+            if end > start:
+                with open(self.path(name), "rb") as f:
+                    f.seek(start)
+                    data = f.read(end - start)
+                res = scan(data, 0)
+                for ev in res.events:
+                    if ev.type_code == GTID_EVENT and ev.length >= HEADER_LEN + 13:
+                        d, s, n, _ = peek_gtid(data, ev.pos)
+                        state.update(Gtid(d, s, n))
+                start += res.end
+            self._state_cache = (name, start, state)
+            return state.copy()
 
     def event_positions(self, name: str) -> list[int]:
         with open(self.path(name), "rb") as f:
