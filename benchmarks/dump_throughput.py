@@ -1,9 +1,10 @@
 """Dump throughput: `mariadb-binlog --read-from-remote-server --raw --to-last-log` against a real MariaDB 10.11
 primary and against binlogd, serving the SAME binlog files, with 1 and 8 concurrent clients.
 
-Run from the repository root::
+Run from the repository root (see benchmarks/README.md)::
 
-    python -m benchmarks.dump_throughput [--events N] [--clients 1,8] [--repeat R] [--profile [cprofile|py-spy]]
+    python -m benchmarks.dump_throughput [--events N] [--clients 1,8] [--repeat R] [--keep]
+                                         [--profile [cprofile|py-spy|both]] [--binlogd-tree DIR]
 
 1. A binlog of at least N events (default one million) is generated once by a real MariaDB (ROW format,
    annotate events, autocommit INSERTs from a stored procedure, multi-statement transactions, bulk
@@ -12,16 +13,20 @@ Run from the repository root::
    and --max-binlog-size. Events are counted with protocol.binlog_file.scan.
 2. The files are served by a MariaDB primary (tests.harness.make_primary_from_binlogs: copies of the files plus
    the one small file mariadbd opens at startup, which --to-last-log reads too and which is counted and
-   verified like the others), by binlogd (default policy) and by binlogd --compat mariadb.
-3. For each client count every client dumps everything into its own directory; the wall clock runs from the
-   first client's start to the last client's exit. Every output file is compared byte for byte with the file
-   it came from (the only allowed difference: the FDE's LOG_EVENT_BINLOG_IN_USE_F bit, byte 4+17, which a
-   primary clears on the wire; the FDE's CRC does not cover it). Any mismatch or failed client makes the
-   benchmark exit with status 1.
-4. Results: a table with events/s and MB/s (10^6 bytes) aggregate and per client, server CPU seconds and the
+   verified like the others), by binlogd (default policy), by binlogd --compat mariadb and, with
+   --binlogd-tree, by binlogd running another source tree (before/after comparisons of a patch).
+3. For each client count every client dumps everything into its own directory (tmpfs when available); the
+   wall clock runs from the first client's start to the last client's exit. Every output file is compared byte
+   for byte with the file it came from (the only allowed difference: the FDE's LOG_EVENT_BINLOG_IN_USE_F bit,
+   byte 4+17, which a primary clears on the wire; the FDE's CRC does not cover it). Any mismatch or failed
+   client makes the benchmark exit with status 1. Each measurement is repeated --repeat times, interleaved
+   across servers, and the best (shortest wall) is reported.
+4. Results: a table with events/s and MB/s (10^6 bytes) aggregate and per client, the server's CPU seconds and
+   CPU microseconds per event sent, the CPU other processes used meanwhile (noise on a shared machine) and the
    binlogd/MariaDB ratios; JSON in benchmarks/results/dump_throughput-<timestamp>.json.
-5. --profile: one more 1-client dump from a binlogd under cProfile (default) or py-spy (line-level samples),
-   top functions printed and stored in the JSON. Profiled runs are never part of the timed numbers.
+5. --profile: one more 1-client dump from a binlogd under cProfile (event-loop thread, enabled only during the
+   dump) and/or py-spy (all threads, line-level samples); top entries printed and stored in the JSON.
+   Profiled runs are never part of the timed numbers.
 
 Every process started here (mariadbd, binlogd, mariadb-binlog, py-spy) is stopped by PID, also on errors
 and Ctrl-C/SIGTERM.
@@ -54,6 +59,7 @@ from typing import Any
 
 from pymysql.constants import CLIENT
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -79,6 +85,7 @@ DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "binlogd-bench-cache"
 MB = 1_000_000
 FDE_FLAGS_BYTE = BIN_LOG_HEADER_SIZE + FLAGS_OFFSET  # file offset of the FDE's low flags byte
 COMPARE_CHUNK = 4 << 20
+NOISY_SHARE = 0.1  # warn when other processes used more than this share of the machine during a reported run
 
 TARGETS = ("mariadb", "binlogd", "binlogd-compat", "binlogd-alt")
 DEFAULT_TARGETS = TARGETS[:3]  # + binlogd-alt when --binlogd-tree is given
@@ -233,20 +240,22 @@ def build_binlogs(n_events: int, max_size: int, cache_root: Path, rebuild: bool,
     final = cache_root / key
     meta_path = final / "meta.json"
     if meta_path.exists() and not rebuild:
-        meta = json.loads(meta_path.read_text())
-        files = [BinlogFile(**f) for f in meta["files"]]
+        cached = json.loads(meta_path.read_text())
+        cached_files = [BinlogFile(**f) for f in cached["files"]]
         directory = final / "binlogs"
-        if all((directory / f.name).is_file() and (directory / f.name).stat().st_size == f.size for f in files):
-            n, size = sum(f.events for f in files), sum(f.size for f in files)
-            console.print(f"[green]binlog cache hit[/]: {directory} ({len(files)} files, {n:,} events, "
+        if all((directory / f.name).is_file() and (directory / f.name).stat().st_size == f.size for f in cached_files):
+            n, size = sum(f.events for f in cached_files), sum(f.size for f in cached_files)
+            console.print(f"[green]binlog cache hit[/]: {directory} ({len(cached_files)} files, {n:,} events, "
                           f"{size / MB:.1f} MB)")
-            return BinlogSet(directory, files, meta["generated_seconds"], max_size, meta["workload"], cached=True)
+            return BinlogSet(directory, cached_files, cached["generated_seconds"], max_size, cached["workload"],
+                             cached=True)
         console.print(f"[yellow]binlog cache {final} is incomplete: regenerating[/]")
     shutil.rmtree(final, ignore_errors=True)
     cache_root.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix=f"{key}.build-", dir=cache_root))
     t0 = time.monotonic()
     gen: MariaDB | None = None
+    r = 0  # rounds run
     try:
         with _progress(console) as progress:
             task = progress.add_task("starting a MariaDB to generate the binlog", total=n_events)
@@ -260,7 +269,6 @@ def build_binlogs(n_events: int, max_size: int, cache_root: Path, rebuild: bool,
             conn = gen.connect(database="bench", client_flag=CLIENT.MULTI_STATEMENTS)
             try:
                 progress.update(task, description="generating binlog events")
-                r = 0
                 with conn.cursor() as cur:
                     while counter.update() < n_events:
                         for sql in workload.round_sql(r):
@@ -295,16 +303,22 @@ def build_binlogs(n_events: int, max_size: int, cache_root: Path, rebuild: bool,
             raise RuntimeError(f"generated only {total} events, wanted {n_events}")
         seconds = time.monotonic() - t0
         shutil.rmtree(build / "gen")
-        meta = {"files": [asdict(f) for f in files], "generated_seconds": seconds, "rounds": r,
-                "workload": {**asdict(workload), "version": WORKLOAD_VERSION}}
+        meta: dict[str, Any] = {"files": [asdict(f) for f in files], "generated_seconds": seconds, "rounds": r,
+                                "workload": {**asdict(workload), "version": WORKLOAD_VERSION}}
         (build / "meta.json").write_text(json.dumps(meta, indent=2))
-        os.rename(build, final)
+        try:
+            os.rename(build, final)
+        except OSError:  # a concurrent run of the same key finished first: use its copy
+            if not meta_path.exists():
+                raise
+            shutil.rmtree(build, ignore_errors=True)
+            return build_binlogs(n_events, max_size, cache_root, False, console)
     except BaseException:
         if gen is not None:
             gen.stop()
         shutil.rmtree(build, ignore_errors=True)
         raise
-    bs = BinlogSet(final / "binlogs", files, seconds, max_size, meta["workload"])  # type: ignore[arg-type]
+    bs = BinlogSet(final / "binlogs", files, seconds, max_size, meta["workload"])
     console.print(f"generated {bs.events:,} events, {bs.bytes / MB:.1f} MB in {len(files)} files in {seconds:.1f} s "
                   f"→ {bs.directory}")
     return bs
@@ -551,23 +565,34 @@ def run_clients(target: Target, clients: int, repetition: int, out_root: Path, b
 # ---- profiling -----------------------------------------------------------------------------------------
 
 
-def _short(path: str) -> str:
-    root = str(REPO_ROOT) + "/"
-    if path.startswith(root):
-        return path[len(root) :]
+def _short(path: str, root: Path = REPO_ROOT) -> str:
+    """A path relative to the source tree that ran (or to site-packages / the stdlib)."""
+    for r in {str(root), str(REPO_ROOT)}:
+        if path.startswith(r + "/"):
+            return path[len(r) + 1 :]
     m = re.search(r"(?:site-packages|lib/python3\.\d+)/(.*)$", path)
     return m.group(1) if m else path
+
+
+def _warm_up(target: Target, out_root: Path, binary: str, keep: bool, console: Console) -> None:
+    """One unprofiled dump first: thread pool, imports and caches are then as in a long-running server."""
+    with _progress(console, transient=True) as progress:
+        run = run_clients(target, 1, 0, out_root / "warm-up", binary, keep, progress)
+    if run.mismatches:
+        raise RuntimeError(f"warm-up dump failed: {run.mismatches[:3]}")
 
 
 def profile_cprofile(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root: Path, binary: str,
                      console: Console, stack: contextlib.ExitStack) -> dict[str, Any]:
     """One 1-client dump from a binlogd whose event-loop thread is profiled only while the dump runs."""
     stats_path = work / "binlogd.cprofile"
+    root = args.binlogd_tree if args.profile_alt else REPO_ROOT
     server = start_binlogd(bs, "binlogd-alt" if args.profile_alt else "binlogd", args.binlogd_tree,
                            work / "binlogd-cprofile.log", profile_out=stats_path)
     stack.callback(server.stop)
     target = _binlogd_target("binlogd", server, bs)
     try:
+        _warm_up(target, out_root, binary, args.keep, console)
         os.kill(server.pid, signal.SIGUSR1)  # start profiling
         time.sleep(0.2)
         with _progress(console, transient=True) as progress:
@@ -582,9 +607,9 @@ def profile_cprofile(args: argparse.Namespace, bs: BinlogSet, work: Path, out_ro
         raise RuntimeError(f"binlogd did not write {stats_path}; log: {server.log_tail()}")
     st = pstats.Stats(str(stats_path))
     raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = st.stats  # type: ignore[attr-defined]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (file, line, name), (cc, nc, tt, ct, _callers) in raw.items():
-        where = f"{_short(file)}:{line}({name})" if line else name
+        where = f"{_short(file, root)}:{line}({name})" if line else name
         rows.append({"function": where, "ncalls": nc, "primitive_calls": cc, "tottime_s": round(tt, 4),
                      "cumtime_s": round(ct, 4)})
     top = args.profile_top
@@ -595,7 +620,7 @@ def profile_cprofile(args: argparse.Namespace, bs: BinlogSet, work: Path, out_ro
         for col in ("function", "ncalls", "own s", "cumulative s"):
             t.add_column(col, justify="left" if col == "function" else "right")
         for r in ranking:
-            t.add_row(r["function"], f"{r['ncalls']:,}", f"{r['tottime_s']:.3f}", f"{r['cumtime_s']:.3f}")
+            t.add_row(escape(r["function"]), f"{r['ncalls']:,}", f"{r['tottime_s']:.3f}", f"{r['cumtime_s']:.3f}")
         console.print(t)
     if run.mismatches:
         console.print(f"[red]profiled run had {len(run.mismatches)} mismatches[/]")
@@ -611,7 +636,9 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
     server = start_binlogd(bs, "binlogd-alt" if args.profile_alt else "binlogd", args.binlogd_tree,
                            work / "binlogd-pyspy.log")
     stack.callback(server.stop)
+    _warm_up(_binlogd_target("binlogd", server, bs), out_root, binary, args.keep, console)
     raw_path = work / "binlogd.pyspy.txt"
+    root = args.binlogd_tree if args.profile_alt else REPO_ROOT
     with open(work / "py-spy.log", "wb") as spy_log:
         spy = subprocess.Popen([pyspy, "record", "--pid", str(server.pid), "--rate", str(args.pyspy_rate),
                                 "--format", "raw", "--output", str(raw_path)],
@@ -648,7 +675,7 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
         for fr in stack_text.split(";"):
             m = frame_re.match(fr)
             if m:
-                frames.append((m["func"], _short(m["file"]), m["line"] or "?"))
+                frames.append((m["func"], _short(m["file"], root), m["line"] or "?"))
         if not frames:
             continue
         func, file, lineno = frames[-1]
@@ -680,13 +707,13 @@ def profile_pyspy(args: argparse.Namespace, bs: BinlogSet, work: Path, out_root:
             t.add_column("source")
         entries = counter.most_common(top)
         for where, n in entries:
-            cells = [where, str(n), f"{pct(n):.1f}"]
+            cells = [escape(where), str(n), f"{pct(n):.1f}"]
             if key == "by_own_line":
-                cells.append(_source_line(where))
+                cells.append(escape(_source_line(where, root)))
             t.add_row(*cells)
         console.print(t)
         result[key] = [{"where": w, "samples": n, "percent": round(pct(n), 2),
-                        **({"source": _source_line(w)} if key == "by_own_line" else {})} for w, n in entries]
+                        **({"source": _source_line(w, root)} if key == "by_own_line" else {})} for w, n in entries]
     return result
 
 
@@ -713,15 +740,17 @@ _PLUMBING = {
     ("Thread._bootstrap", "threading.py"),
     ("Thread._bootstrap_inner", "threading.py"),
     ("Thread.run", "threading.py"),
+    ("<module>", "benchmarks/_binlogd_launcher.py"),
+    ("run", "benchmarks/_binlogd_launcher.py"),
 }
 
 
-def _source_line(where: str) -> str:
-    """The source text of a `file:line func` entry from this repository (best effort)."""
+def _source_line(where: str, root: Path) -> str:
+    """The source text of a `file:line func` entry from the tree that ran (best effort)."""
     m = re.match(r"^(\S+):(\d+) ", where)
-    if not m or not (REPO_ROOT / m[1]).is_file():
+    if not m or not (root / m[1]).is_file():
         return ""
-    return linecache.getline(str(REPO_ROOT / m[1]), int(m[2])).strip()[:70]
+    return linecache.getline(str(root / m[1]), int(m[2])).strip()[:70]
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -773,6 +802,9 @@ def start_targets(keys: Sequence[str], bs: BinlogSet, work: Path, tree: Path | N
                 stack.callback(server.stop)
                 targets.append(_binlogd_target(key, server, bs))
             progress.advance(task)
+        # make_primary_from_binlogs just copied the binlogs: write the dirty pages back now, not during a run
+        progress.update(task, description="sync")
+        os.sync()
     return targets
 
 
@@ -896,7 +928,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after the timed runs, profile binlogd for one 1-client dump (default tool: cprofile)")
     p.add_argument("--profile-alt", action="store_true", help="profile the --binlogd-tree code instead")
     p.add_argument("--profile-top", type=int, default=25, help="entries shown per profile ranking (default 25)")
-    p.add_argument("--pyspy-rate", type=int, default=250, help="py-spy samples per second (default 250)")
+    p.add_argument("--pyspy-rate", type=int, default=500, help="py-spy samples per second (default 500)")
     p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     return p
 
@@ -1017,8 +1049,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_summary(summary: dict[str, Any], client_counts: Sequence[int], console: Console) -> None:
+    cores = os.cpu_count() or 1
     for c in client_counts:
         entry = summary.get(str(c), {})
+        for k in TARGETS:
+            r = entry.get(k)
+            if r and r["other_cpu_s"] > NOISY_SHARE * cores * r["wall_s"]:
+                console.print(f"[yellow]noisy: while {TARGET_LABELS[k]} served {c} client(s), other processes used "
+                              f"{r['other_cpu_s']:.1f} CPU-s in {r['wall_s']:.1f} s (of {cores} cores): compare server "
+                              "µs/event rather than rates, or rerun with a higher --repeat[/]")
         for k, ratio in entry.get("ratios_vs_mariadb", {}).items():
             console.print(
                 f"{c} client(s): {TARGET_LABELS[k]} / MariaDB = {ratio['agg_events_per_s']:.2f}x events/s "

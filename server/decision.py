@@ -105,7 +105,7 @@ class DecisionTable:
     `gtid_standalone` / `gtid_transaction` (and their flagged twins) hold the two answers.
     """
 
-    __slots__ = ("flagged", "gtid", "normal", "policy")
+    __slots__ = ("by_type_and_skip_flag", "flagged", "gtid", "normal", "policy")
 
     def __init__(self, policy: ReplicaPolicy) -> None:
         self.policy = policy
@@ -124,6 +124,8 @@ class DecisionTable:
                     self.gtid[(flagged, True)] = b
             tables.append(row)
         self.normal, self.flagged = tables
+        # one list for the hot loop: index = type | 0x100 when header flag 0x8000 is set
+        self.by_type_and_skip_flag = [*self.normal, *self.flagged]
 
     def lookup(self, type_code: int, flags: int, standalone: bool) -> Action:
         """Same answer as `decide()`; used by slow paths and by the tests that prove the equivalence."""

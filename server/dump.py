@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import struct
 from dataclasses import dataclass, field
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
 from protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg
 from protocol.constants import (
@@ -25,7 +26,6 @@ from protocol.constants import (
     ER_MASTER_FATAL_ERROR_READING_BINLOG,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
-    GTID_LIST_EVENT,
     HEADER_LEN,
     MAX_EVENT_SIZE,
     MAX_PACKET_PAYLOAD,
@@ -33,7 +33,7 @@ from protocol.constants import (
     QUERY_EVENT,
     START_ENCRYPTION_EVENT,
 )
-from protocol.gtid import BinlogState, Gtid, GtidError, parse_gtid_list, peek_gtid, peek_gtid_list
+from protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
 from protocol.packets import eof_packet, err_packet, frame
 from protocol.rewrite import (
     RewriteError,
@@ -56,6 +56,7 @@ FLUSH_AT = 1 << 18  # output bytes buffered before a write + drain (back-pressur
 _PEEK = struct.Struct("<4xB4xI4xH")  # type, event_length, flags
 _PKT = struct.Struct("<IB")  # packet header + the 0x00 OK byte of an event packet
 _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_GTID)
+_BIG = MAX_PACKET_PAYLOAD - 1  # an event this long needs several MySQL packets (general path)
 
 
 class Writer(Protocol):
@@ -136,7 +137,6 @@ class DumpStream:
         self.alg = 0
         self.sent_upto = 0  # end of the last event the replica got (for the trailing-hole fix)
         self.skipper: GtidSkipper | None = None
-        self.state: BinlogState | None = None  # GTIDs seen, for fake GTID_LISTs
         self._kill: tuple[int, str] | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -266,15 +266,17 @@ class DumpStream:
         except OSError as e:
             raise DumpError(f"Could not open log file: {e.strerror}") from e
         try:
-            await self._send_fde_and_events(f, name, pos, first)
+            await self._send_fde_and_events(f.fileno(), name, pos, first)
         finally:
             f.close()
 
-    async def _read(self, f: BinaryIO, n: int) -> bytes:
-        return await asyncio.to_thread(f.read, n)
+    @staticmethod
+    async def _read_at(fd: int, pos: int, n: int) -> bytes:
+        """Positional read in a worker thread (disk I/O never blocks the event loop)."""
+        return await asyncio.to_thread(os.pread, fd, n, pos)
 
-    async def _send_fde_and_events(self, f: BinaryIO, name: str, start: int, first: bool) -> None:
-        head = await self._read(f, CHUNK)
+    async def _send_fde_and_events(self, fd: int, name: str, start: int, first: bool) -> None:
+        head = await self._read_at(fd, 0, 64 * 1024)
         self.last_event_pos = BIN_LOG_HEADER_SIZE
         if len(head) < BIN_LOG_HEADER_SIZE + HEADER_LEN or head[BIN_LOG_HEADER_SIZE + 4] != FORMAT_DESCRIPTION_EVENT:
             self.last_byte = len(head)
@@ -296,62 +298,51 @@ class DumpStream:
         zero_pos = first and start > BIN_LOG_HEADER_SIZE
         zero_created = zero_pos or (self.skipper is not None and not self.skipper.reached)
         self._put_event(fix_fde(fde, zero_pos, zero_created, self.alg))
-        if (self.skipper is not None and self.state is None) or (self.state is None and self._wants_state()):
-            self.state = BinlogState()
         # START_ENCRYPTION right after the FDE: binlogd cannot decrypt (and must never forward ciphertext)
         if len(head) >= fde_end + HEADER_LEN and head[fde_end + 4] == START_ENCRYPTION_EVENT:
             self.last_event_pos = fde_end
             raise DumpError("Could not decrypt binlog: encryption key error")
-        if start > BIN_LOG_HEADER_SIZE:  # MariaDB seeks without checking for an event boundary
-            f.seek(start)
-            buf = await self._read(f, CHUNK)
-            base = start
-        else:
-            buf = head[fde_end:]
-            base = fde_end
-        self.pos = base
-        await self._stream(f, name, buf, base)
+        # MariaDB seeks to a start position > 4 without checking that it is an event boundary
+        await self._stream(fd, name, start if start > BIN_LOG_HEADER_SIZE else fde_end)
 
-    def _wants_state(self) -> bool:
-        """GTID state is tracked only when binlogd may have to send a fake GTID_LIST."""
+    def _wants_position_sync(self) -> bool:
+        """binlogd extension: fake GTID_LISTs over trailing holes, for blocking capability-4 replicas."""
         return (self.policy.capability >= CAP_GTID and not self.p.non_blocking
                 and self.policy.compat is Compat.BINLOGD)
 
-    async def _stream(self, f: BinaryIO, name: str, buf: bytes, base: int) -> None:
-        """Send events from `buf` (file offset `base`), reading on; returns at the end of a closed file."""
+    async def _stream(self, fd: int, name: str, pos: int) -> None:
+        """Send the events of `name` from `pos`; returns at the end of a closed file (or a non-blocking end)."""
         store = self.store
+        self.pos = pos
         while True:
-            consumed = await self._process(buf, base)
-            base += consumed
-            rest = buf[consumed:]
+            version = store.version  # before the read: a change after it must wake the wait below
+            want = max(CHUNK, self._need)
+            data = await self._read_at(fd, pos, want)
+            consumed = await self._process(data, pos) if data else 0
+            pos += consumed
             if self.out:
                 await self._flush()
-            version = store.version  # before the read: a change after it must wake the wait below
-            data = await self._read(f, max(CHUNK, self._need))
-            if data:
-                buf = rest + data if rest else data
-                continue
-            # at the end of what the file holds now
+            if len(data) == want or consumed:
+                continue  # more may follow right away
+            # at the end of what the file holds now; `tail` bytes of an incomplete event follow
+            tail = len(data)
             if not store.is_active(name):
-                # a closed file: whatever is left must have been read; anything else is torn
-                data = await self._read(f, CHUNK)
-                if data:
-                    buf = rest + data
+                # rotated: the file is final now; re-read once in case it grew before the switch
+                if len(await self._read_at(fd, pos, want)) > tail:
                     continue
-                if rest:
-                    self.last_event_pos = base
-                    self.last_byte = base + len(rest)
+                if tail:
+                    self.last_event_pos = pos
+                    self.last_byte = pos + tail
                     raise DumpError("binlog truncated in the middle of event; consider out of disk space on master")
                 return
             if self.p.non_blocking:
-                if rest:
+                if tail:
                     log.warning("%s %s has %d bytes of an incomplete event at %d (being written?); not sent",
-                                self.label, name, len(rest), base)
+                                self.label, name, tail, pos)
                 self._done = True
                 return
             await self._maybe_sync_position()
-            await self._wait(version, name, base + len(rest))
-            buf = rest
+            await self._wait(version, name, pos + tail)
 
     _need = 0
 
@@ -373,34 +364,68 @@ class DumpStream:
         """binlogd extension: when the last events before the end were withheld, a fake GTID_LIST with
         log_pos = the end moves a capability-4 replica's Read/Exec_Master_Log_Pos up to the primary's end
         (MariaDB's replica treats fake GTID_LISTs as position updates; MariaDB itself leaves it behind)."""
-        if self.state is None or self.sent_upto >= self.pos or not self._wants_state():
+        if self.sent_upto >= self.pos or not self._wants_position_sync():
             return
-        checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
-        self._put_event(fake_gtid_list(self.server_id, self.pos, self.state.as_list(), checksum))
-        self.stats.fakes += 1
+        await self._send_fake_list(self.pos)
         self.sent_upto = self.pos
         await self._flush()
 
     async def _process(self, buf: bytes, base: int) -> int:
-        """Decide and frame every whole event in `buf`; return the number of bytes consumed.
+        """Decide and frame every whole event in `buf` (file offset `base`); return the bytes consumed.
 
-        The plain-SEND path touches only locals: one header peek, one table lookup, a 5-byte packet
-        header and one copy of the event into the output buffer.
+        The inner loop handles runs of events sent as stored: one header peek, one table lookup, a 5-byte
+        packet header and one copy into the output buffer, all on locals. Anything else (a rewrite, a
+        hole, a GTID start position still pending, an incomplete or > 16 MiB event, a full output
+        buffer) leaves it for the general path below, one event at a time.
         """
         mv = memoryview(buf)
         n = len(buf)
+        last = n - HEADER_LEN
         p = 0
         out = self.out
         seq = self.seq
         normal, flagged = self.table.normal, self.table.flagged
-        slow = self.skipper is not None or self.state is not None
+        actions = self.table.by_type_and_skip_flag
         peek = _PEEK.unpack_from
         pack = _PKT.pack
         sent = events = holes = 0
         sent_end = -1  # end offset (in buf) of the last event the replica got
         self._need = 0
         try:
-            while n - p >= HEADER_LEN:
+            while p <= last:
+                if self.skipper is None:
+                    # the run ends where the buffer is full or the data ends; longer events (and > 16 MiB
+                    # ones, which need several packets) take the general path
+                    stop = min(n, p + FLUSH_AT - len(out))
+                    while p <= last:
+                        typ, length, flags = peek(mv, p)
+                        end = p + length
+                        if end > stop or length < HEADER_LEN:
+                            break
+                        a = actions[typ | (flags >> 7 & 0x100)]
+                        if a:
+                            if a != _HOLE:
+                                break
+                            holes += 1
+                            p = end
+                            continue
+                        out += pack((length + 1) | (seq << 24), 0)
+                        out += mv[p:end]
+                        seq = (seq + 1) & 0xFF
+                        p = sent_end = end
+                        sent += 1
+                    if p > last:
+                        break
+                if len(out) >= FLUSH_AT:
+                    self.seq = seq
+                    self.pos = base + p
+                    self.out = bytearray()
+                    self.stats.bytes_sent += len(out)
+                    self.writer.write(out)
+                    await self.writer.drain()
+                    out = self.out
+                    continue
+                # the general path, for one event
                 typ, length, flags = peek(mv, p)
                 end = p + length
                 if length < HEADER_LEN or length > MAX_EVENT_SIZE:
@@ -410,19 +435,14 @@ class DumpStream:
                 if end > n:
                     self._need = length
                     break
-                if slow:
-                    a = self._slow_decide(mv, p, end, typ, flags, base)
+                if self.skipper is not None:
+                    a = self._gtid_start_decide(mv, p, end, typ, flags, base)
                 else:
                     a = (flagged if flags & 0x8000 else normal)[typ]
                     if a == _PEEK_GTID:
                         a = self._gtid_action(mv, p, end, flags, base)
                 if a == _SEND:
-                    if length < MAX_PACKET_PAYLOAD - 1:
-                        out += pack((length + 1) | (seq << 24), 0)
-                        out += mv[p:end]
-                        seq = (seq + 1) & 0xFF
-                    else:  # > 16 MiB: split into several MySQL packets
-                        seq = frame(b"\0" + bytes(mv[p:end]), seq, out)
+                    seq = frame(b"\0" + bytes(mv[p:end]), seq, out)  # may split a > 16 MiB event
                     sent += 1
                     sent_end = end
                 elif a != _HOLE:
@@ -430,28 +450,22 @@ class DumpStream:
                     self._rewrite(a, mv[p:end], base + p)
                     seq = self.seq
                     sent_end = end
+                    events += 1
                 else:
                     holes += 1
                 p = end
-                events += 1
-                if slow and self.skipper is not None and self.skipper.take_fake_list():
+                if self.skipper is not None and self.skipper.take_fake_list():
                     self.seq = seq
-                    self._send_fake_list(base + p)
+                    await self._send_fake_list(base + p)
                     seq = self.seq
                     sent_end = p
-                if len(out) >= FLUSH_AT:
-                    self.seq = seq
-                    self.pos = base + p
-                    self.out = bytearray()
-                    self.stats.bytes_sent += len(out)
-                    self.writer.write(out)
-                    await self.writer.drain()
-                    out = self.out
+                    if self.skipper.done:
+                        self.skipper = None  # start position reached: back to the plain loop
         finally:
             self.seq = seq
             st = self.stats
             st.events_sent += sent
-            st.events_read += events
+            st.events_read += events + sent + holes
             st.holes += holes
             if sent_end >= 0:
                 self.sent_upto = base + sent_end
@@ -467,9 +481,10 @@ class DumpStream:
             raise DumpError("Failed to read Gtid_log_event: corrupt binlog")
         return int(self.table.lookup(GTID_EVENT, flags, bool(mv[p + HEADER_LEN + 12] & 1)))
 
-    def _slow_decide(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
-        """Per-event path while a GTID start position is pending or GTID state is tracked."""
+    def _gtid_start_decide(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
+        """Per-event path while a GTID start position is pending: skip the groups the replica has."""
         sk = self.skipper
+        assert sk is not None
         if typ == GTID_EVENT:
             try:
                 d, s, n, flags2 = peek_gtid(mv, p)
@@ -477,24 +492,14 @@ class DumpStream:
                 self.last_event_pos = base + p
                 self.last_byte = base + end
                 raise DumpError("Failed to read Gtid_log_event: corrupt binlog") from e
-            g = Gtid(d, s, n)
-            if self.state is not None:
-                self.state.update(g)
-            if sk is not None and sk.pending:
+            if sk.pending:
                 try:
-                    if sk.on_gtid(g, flags2):
+                    if sk.on_gtid(Gtid(d, s, n), flags2):
                         return _HOLE
                 except GtidStartError as e:
                     raise DumpError(e.text(), suffix=False) from e
             return int(self.table.lookup(typ, flags, bool(flags2 & 1)))
-        if typ == GTID_LIST_EVENT and self.state is not None and not self.state:
-            data_end = end - (CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0)
-            try:
-                gl, _ = peek_gtid_list(mv, p, data_end)
-                self.state.load(gl)
-            except ValueError:
-                pass
-        if sk is not None and sk.skip:
+        if sk.skip:
             tail = None
             if typ in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
                 data_end = end - (CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0)
@@ -502,14 +507,14 @@ class DumpStream:
             if sk.in_skipped_group(typ, tail):
                 return _HOLE
         a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
-        if a == Action.PEEK_GTID:  # only GTID events, handled above
-            a = Action.SEND
-        return int(a)
+        return _SEND if a == Action.PEEK_GTID else int(a)
 
-    def _send_fake_list(self, log_pos: int) -> None:
-        assert self.state is not None
+    async def _send_fake_list(self, log_pos: int) -> None:
+        """A fake GTID_LIST carrying the GTID state at `log_pos` of the current file (MariaDB's
+        until_binlog_state: the file's GTID_LIST plus the GTIDs read since)."""
+        state = await asyncio.to_thread(self.store.gtid_state_at, self.file, log_pos)
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
-        self._put_event(fake_gtid_list(self.server_id, log_pos, self.state.as_list(), checksum))
+        self._put_event(fake_gtid_list(self.server_id, log_pos, state.as_list(), checksum))
         self.stats.fakes += 1
 
     def _rewrite(self, action: int, ev: memoryview, pos: int) -> None:

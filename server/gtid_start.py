@@ -147,6 +147,11 @@ class GtidSkipper:
             self.skip = Skip.NOT
         return True
 
+    @property
+    def done(self) -> bool:
+        """Nothing left to skip or to check: the dump can leave the per-event GTID path."""
+        return not self.pending and self.skip is Skip.NOT and not self.fake_list_due
+
     def take_fake_list(self) -> bool:
         if self.fake_list_due and self.skip is Skip.NOT:
             self.fake_list_due = False

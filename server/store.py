@@ -178,6 +178,20 @@ class BinlogStore:
             self._state_cache = (name, start, state)
             return state.copy()
 
+    def gtid_state_at(self, name: str, pos: int) -> BinlogState:
+        """GTID state at `pos` of file `name`: its head GTID_LIST plus the GTID events before `pos`."""
+        head = self.head(name)
+        state = BinlogState()
+        state.load(head.gtid_list or [])
+        with open(self.path(name), "rb") as f:
+            f.seek(head.fde_end)
+            data = f.read(max(0, pos - head.fde_end))
+        for ev in scan(data, 0).events:
+            if ev.type_code == GTID_EVENT and ev.length >= HEADER_LEN + 13:
+                d, s, n, _ = peek_gtid(data, ev.pos)
+                state.update(Gtid(d, s, n))
+        return state
+
     def event_positions(self, name: str) -> list[int]:
         with open(self.path(name), "rb") as f:
             data = f.read(self.end_of(name))
