@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg
@@ -108,7 +108,6 @@ class DumpStats:
     fakes: int = 0
     heartbeats: int = 0
     end_reason: str = ""
-    actions: dict[str, int] = field(default_factory=dict)
 
 
 class DumpStream:
@@ -137,6 +136,8 @@ class DumpStream:
         self.alg = 0
         self.sent_upto = 0  # end of the last event the replica got (for the trailing-hole fix)
         self.skipper: GtidSkipper | None = None
+        self._need = 0  # length of an event that did not fit in the last chunk read
+        self._done = False  # a non-blocking dump reached the end
         self._kill: tuple[int, str] | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -255,8 +256,6 @@ class DumpStream:
             rotate_crc = self.alg == BINLOG_CHECKSUM_ALG_CRC32
             name, pos, first = nxt, BIN_LOG_HEADER_SIZE, False
 
-    _done = False
-
     async def _send_file(self, name: str, pos: int, first: bool, rotate_crc: bool) -> None:
         self.file = name
         self._put_event(fake_rotate(self.server_id, pos, name, rotate_crc))
@@ -343,8 +342,6 @@ class DumpStream:
                 return
             await self._maybe_sync_position()
             await self._wait(version, name, pos + tail)
-
-    _need = 0
 
     async def _wait(self, version: int, name: str, known_end: int) -> None:
         """Wait for the store to change; heartbeat every period while nothing arrives."""
