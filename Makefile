@@ -8,8 +8,13 @@ BINLOG_DIR ?= $(CURDIR)/var/demo-binlogs
 
 .PHONY: run test deps mariadb lint bench clean
 
+# Debian's python3 needs python3-venv for `python3 -m venv` (root on Debian 12, as in CI).
 $(BIN)/python:
-	$(PY) -m venv $(VENV)
+	@$(PY) -m venv $(VENV) 2>/dev/null || { \
+	  echo "installing python3-venv"; rm -rf $(VENV); \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-venv && \
+	  $(PY) -m venv $(VENV); }
 
 $(VENV)/.deps: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --upgrade pip
