@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 from typing import Any
 
-from mysql_mimic import types
+from mysql_mimic import context, packets, types
 from mysql_mimic.connection import Connection
+from mysql_mimic.constants import KillKind
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
@@ -29,6 +31,7 @@ from protocol.constants import (
     ER_UNKNOWN_COM_ERROR,
     ER_UNKNOWN_ERROR,
 )
+from protocol.handshake import ER_HANDSHAKE_ERROR, HandshakeError, check_change_user, parse_handshake_response
 from protocol.packets import err_packet, ok_packet
 
 from .auth import PEER_HOST, access_denied
@@ -112,16 +115,81 @@ class ReplicationConnection(Connection):
         return str(peer[0]) if peer else "unknown"
 
     async def _start(self) -> None:
+        """mimic's _start, except that a failed handshake is answered once (1043 or 1045) and logged
+        without a traceback."""
+        context.connection_id.set(self.connection_id)
         try:
-            await super()._start()
-        except AuthFailed:
-            log.info("connection %d from %s: access denied", self.connection_id, self.peer_host)
+            await self.connection_phase()
+            await self.session.init(self)
+        except AuthFailed as e:
+            log.info("connection %d from %s: %s", self.connection_id, self.peer_host, e)
+            return
+        except (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
+            log.info("connection %d from %s: closed during the handshake", self.connection_id, self.peer_host)
+            return
+        except Exception as e:
+            log.warning("connection %d from %s: bad handshake: %r", self.connection_id, self.peer_host, e)
+            with contextlib.suppress(Exception):
+                await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
+            return
+        try:
+            await self.command_phase()
+        except asyncio.CancelledError:
+            if self._kill != KillKind.CONNECTION:
+                raise
+            log.info("connection %d killed", self.connection_id)
+            with contextlib.suppress(Exception):
+                await self._write_raw(err_packet(1927, "Connection was killed", b"70100"))
+        finally:
+            self.primary.connection_closed(self.connection_id)
+            await self.session.close()
 
     async def connection_phase(self) -> None:
+        """mimic's connection phase with binlogd's strict parser in front of mimic's (which loops forever on
+        a missing NUL terminator)."""
         PEER_HOST.set(self.peer_host)
-        await super().connection_phase()
+        plugin = self.identity_provider.get_default_plugin()
+        auth_data, auth_state = await plugin.start()
+        assert isinstance(auth_data, bytes)
+        self.handshake_auth_data = auth_data
+        self.handshake_auth_plugin = plugin.name
+        await self.stream.write(packets.make_handshake_v10(
+            capabilities=self.server_capabilities, server_charset=self.server_charset,
+            server_version=str(self.session.variables.get("version")), connection_id=self.connection_id,
+            auth_data=auth_data, status_flags=self.status_flags, auth_plugin_name=plugin.name))
+        data = await self.stream.read()
+        try:
+            checked = parse_handshake_response(data, int(self.server_capabilities))
+            if checked.ssl_request:  # CLIENT_SSL is not offered: a client that insists is not served
+                raise HandshakeError("SSL requested but not offered")
+            response = packets.parse_handshake_response(capabilities=self.server_capabilities, data=data)
+        except (HandshakeError, ValueError, KeyError, struct.error, UnicodeDecodeError) as e:
+            await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
+            raise AuthFailed(f"bad handshake: {e}") from e
+        assert isinstance(response, packets.HandshakeResponse41)
+        self.capabilities = response.capabilities
+        self.max_packet_size = response.max_packet_size
+        self.session.variables.set("character_set_client", response.client_charset.name)
+        self.session.database = response.database
+        self.client_plugin_name = response.client_plugin
+        self.client_connect_attrs = response.connect_attrs
+        self.session.variables.set("external_user", response.username, force=True)
+        await self.authenticate(
+            auth_state=auth_state, server_plugin=plugin, username=response.username,
+            client_plugin_name=response.client_plugin, auth_response=response.auth_response,
+            connect_attrs=response.connect_attrs)
+        self.stream.reset_seq()
         if self.session.username is None:
-            raise AuthFailed()
+            raise AuthFailed("access denied")
+
+    async def handle_change_user(self, data: bytes) -> None:
+        try:
+            check_change_user(data, int(self.capabilities))
+        except HandshakeError as e:
+            raise MysqlError(f"Malformed communication packet ({e})", ER_MALFORMED_PACKET) from e  # type: ignore[arg-type]
+        await super().handle_change_user(data)
+        if self.session.username is None:  # mimic answered access denied: do not keep a half-authenticated session
+            raise ConnectionClosed()
 
     async def authenticate(self, username: str, auth_response: bytes, client_plugin_name: str | None,
                            connect_attrs: dict[str, str], auth_state: Any = None, server_plugin: Any = None) -> None:
@@ -140,9 +208,10 @@ class ReplicationConnection(Connection):
                 data = await self.stream.read()
             except ConnectionClosed:
                 return
-            except MysqlError as e:  # out-of-order sequence ids and the like: answer, then close
+            except MysqlError as e:  # out-of-order sequence ids, oversized packets: answer, then close
                 log.warning("connection %d: %s", self.connection_id, e.msg)
-                await self._write_raw(err_packet(ER_MALFORMED_PACKET, str(e.msg)))
+                with contextlib.suppress(Exception):
+                    await self._write_raw(err_packet(int(e.code), str(e.msg), b"08S01"))
                 return
             except (ConnectionError, asyncio.IncompleteReadError):
                 return
@@ -172,6 +241,9 @@ class ReplicationConnection(Connection):
             except MysqlError as e:
                 log.info("connection %d: error %s: %s", self.connection_id, int(e.code), e.msg)
                 await self._write_raw(err_packet(int(e.code), str(e.msg), getattr(e, "sqlstate", None)))
+            except (struct.error, IndexError, ValueError, UnicodeDecodeError) as e:  # mimic's parsers on bad input
+                log.info("connection %d: malformed command 0x%02x: %s", self.connection_id, command, e)
+                await self._write_raw(err_packet(ER_MALFORMED_PACKET, "Malformed communication packet"))
             except (ConnectionError, ConnectionClosed, asyncio.IncompleteReadError):
                 return
             except asyncio.CancelledError:
@@ -191,11 +263,8 @@ class ReplicationConnection(Connection):
         except CommandError as e:
             await self._write_raw(err_packet(ER_UNKNOWN_ERROR, str(e)))
             return
-        self.primary.register_slave(cmd, self.peer_host)
-        self._registered = cmd.server_id
+        self.primary.register_slave(cmd, self.peer_host, self.connection_id)
         await self._write_raw(ok_packet())
-
-    _registered: int | None = None
 
     def _dump_params(self, pos: int, flags: int, server_id: int, file: str) -> DumpParams:
         st: SessionState = self.session.state  # type: ignore[attr-defined]
@@ -251,8 +320,6 @@ class ReplicationConnection(Connection):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
             self.primary.end_dump(dump, cmd.server_id)
-            if self._registered is not None:
-                self.primary.unregister_slave(self._registered)
             s = dump.stats
             log.info("%s dump ended (%s): %d events read, %d sent, %d holes, %d dummies, %d begins, %d bytes",
                      label, s.end_reason or "replica disconnected", s.events_read, s.events_sent, s.holes,

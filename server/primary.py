@@ -40,6 +40,7 @@ class SlaveHost:
     host: str
     port: int
     master_id: int
+    owner: int  # connection id that registered it (SHOW SLAVE HOSTS forgets it when that connection ends)
 
 
 class Primary:
@@ -63,13 +64,16 @@ class Primary:
         return self.connections()
 
     # --- replicas -----------------------------------------------------------------------------------
-    def register_slave(self, cmd: RegisterSlave, peer_host: str) -> None:
+    def register_slave(self, cmd: RegisterSlave, peer_host: str, connection_id: int) -> None:
         host = cmd.host or peer_host
-        self.slaves[cmd.server_id] = SlaveHost(cmd.server_id, host, cmd.port, cmd.master_id or self.server_id)
+        self.slaves[cmd.server_id] = SlaveHost(cmd.server_id, host, cmd.port, cmd.master_id or self.server_id,
+                                               connection_id)
         log.info("replica server_id=%d registered (host %s port %d)", cmd.server_id, host, cmd.port)
 
-    def unregister_slave(self, server_id: int) -> None:
-        self.slaves.pop(server_id, None)
+    def connection_closed(self, connection_id: int) -> None:
+        """Forget registrations made by a connection that ended (MariaDB unregisters with the THD)."""
+        for sid in [sid for sid, s in self.slaves.items() if s.owner == connection_id]:
+            del self.slaves[sid]
 
     def start_dump(self, dump: DumpStream, replica_server_id: int) -> None:
         """Kill an older dump of the same server_id (MariaDB kill_zombie_dump_threads)."""
