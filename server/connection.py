@@ -11,14 +11,18 @@ import asyncio
 import contextlib
 import logging
 import struct
+from collections.abc import AsyncIterator
 from typing import Any
 
 from mysql_mimic import context, packets, types
 from mysql_mimic.connection import Connection
 from mysql_mimic.constants import KillKind
 from mysql_mimic.errors import MysqlError
+from mysql_mimic.results import ResultColumn
+from mysql_mimic.results import ResultSet as ResultSet_
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
+from mysql_mimic.types import ColumnType
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
 from protocol.commands import CommandError, parse_binlog_dump, parse_binlog_dump_gtid, parse_register_slave
@@ -75,6 +79,8 @@ class ReplicationSession(BaseSession):
             # in a thread: SHOW BINLOG EVENTS, @@gtid_binlog_pos... read binlog files
             result = await asyncio.to_thread(execute, sql, self.state, self.primary)
         except SqlError as e:
+            if e.after_columns is not None:
+                return _error_after_metadata(e.after_columns, e)
             err = MysqlError(e.message, e.code)  # type: ignore[arg-type]
             err.sqlstate = e.sqlstate.encode() if isinstance(e.sqlstate, str) else e.sqlstate  # type: ignore[attr-defined]
             raise err from e
@@ -100,6 +106,19 @@ class ReplicationSession(BaseSession):
             change_database(self.state, database)
         except SqlError as e:
             raise MysqlError(e.message, e.code) from e  # type: ignore[arg-type]
+
+
+def _error_after_metadata(columns: list[str], error: SqlError) -> ResultSet_:
+    """A result set whose rows raise: mimic then sends the column definitions and EOF, and the command loop
+    sends the ERR after them, as MariaDB does for SHOW BINLOG EVENTS."""
+
+    async def rows() -> AsyncIterator[tuple[Any, ...]]:
+        err = MysqlError(error.message, error.code)  # type: ignore[arg-type]
+        err.sqlstate = error.sqlstate.encode() if isinstance(error.sqlstate, str) else error.sqlstate  # type: ignore[attr-defined]
+        raise err
+        yield ()  # an async generator
+
+    return ResultSet_(rows=rows(), columns=[ResultColumn(name=c, type=ColumnType.VARCHAR) for c in columns])
 
 
 class AuthFailed(Exception):

@@ -127,7 +127,7 @@ class Primary:
         start = max(BIN_LOG_HEADER_SIZE, pos or 0)
         if pos is not None and pos > len(data):
             raise fail(f"Invalid pos specified. Requested from pos:{pos} is greater than actual file size:"
-                       f"{len(data)}\n")
+                       f"{len(data)}")
         head = self.store.head(name)
         res = scan(data)
         starts = {e.pos for e in res.events}

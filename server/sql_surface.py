@@ -50,6 +50,8 @@ class SqlError(Exception):
         self.code = code
         self.message = message
         self.sqlstate = sqlstate or _SQLSTATE.get(code, "HY000")
+        # set when MariaDB sends the error after a result set's column metadata (SHOW BINLOG EVENTS)
+        self.after_columns: list[str] | None = None
 
     def __str__(self) -> str:
         return f"ERROR {self.code} ({self.sqlstate}): {self.message}"
@@ -2592,9 +2594,13 @@ class _Stmt:
         limit = self.limit_clause(p)
         p.finish()
         offset, count = (0, None) if limit is None else limit
-        rows = self.server.binlog_events(file, pos, offset, count)
-        return ResultSet(["Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info"],
-                         [tuple(r) for r in rows])
+        columns = ["Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info"]
+        try:
+            rows = self.server.binlog_events(file, pos, offset, count)
+        except SqlError as e:  # mysql_show_binlog_events has already sent the metadata when it fails
+            e.after_columns = columns
+            raise
+        return ResultSet(columns, [tuple(r) for r in rows])
 
     # --- USE, transactions
     def do_use(self, p: _Parser) -> Ok:

@@ -1307,3 +1307,13 @@ def test_mysql_8_replica_statements() -> None:
         with pytest.raises(SqlError) as ei:
             execute(f"SELECT @@GLOBAL.{var}", s, server)
         assert (ei.value.code, ei.value.message) == (1193, f"Unknown system variable '{var}'")
+
+
+def test_show_binlog_events_errors_come_after_the_column_metadata() -> None:
+    """mysql_show_binlog_events sends the columns before it can fail: the error says so for the wire layer."""
+    with pytest.raises(SqlError) as ei:
+        execute("SHOW BINLOG EVENTS IN 'nosuch'", SessionState(), FakeServer())
+    assert ei.value.after_columns == ["Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info"]
+    with pytest.raises(SqlError) as ei:
+        execute("SELECT @@nosuch", SessionState(), FakeServer())
+    assert ei.value.after_columns is None
