@@ -6,9 +6,10 @@ Pure functions over buffers: callers (the store, tools, tests) do the file I/O.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 
+from . import events
+from .checksum import crc_ok
 from .constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKSUM_ALG_CRC32,
@@ -18,7 +19,6 @@ from .constants import (
     HEADER_LEN,
     MAX_EVENT_SIZE,
 )
-from .rewrite import crc_ok
 
 _PEEK = struct.Struct("<IBIIIH")
 
@@ -50,10 +50,11 @@ class ScanResult:
 
 
 def fde_checksum_alg(fde: bytes | bytearray | memoryview) -> int:
-    """Checksum algorithm of a MariaDB/MySQL 5.6+ FDE: the byte before its 4-byte CRC."""
-    if len(fde) < HEADER_LEN + 57 + 5:
-        raise BinlogFormatError("format description event too short")
-    alg = fde[len(fde) - 5]
+    """Checksum algorithm of a MariaDB/MySQL 5.6+ FDE (the byte before its CRC), refusing unknown ones."""
+    try:
+        alg = events.fde_checksum_alg(fde)
+    except events.EventDecodeError as e:
+        raise BinlogFormatError(str(e)) from e
     if alg not in (BINLOG_CHECKSUM_ALG_OFF, BINLOG_CHECKSUM_ALG_CRC32):
         raise BinlogFormatError(f"unknown checksum algorithm {alg} in format description event")
     return alg
@@ -82,15 +83,6 @@ def scan(buf: bytes | bytearray | memoryview, start: int = BIN_LOG_HEADER_SIZE) 
         events.append(EventRef(p, typ, sid, length, log_pos, flags, ts))
         p += length
     return ScanResult(events, p, p != n)
-
-
-def iter_file_events(buf: bytes | bytearray | memoryview) -> Iterator[tuple[EventRef, bytes]]:
-    """(ref, event bytes) for every whole event of a complete binlog file image."""
-    if bytes(buf[:4]) != BINLOG_MAGIC:
-        raise BinlogFormatError("not a binlog file (bad magic)")
-    res = scan(buf)
-    for ref in res.events:
-        yield ref, bytes(buf[ref.pos : ref.end])
 
 
 @dataclass(frozen=True, slots=True)

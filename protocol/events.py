@@ -19,6 +19,7 @@ from typing import Any, Final, NamedTuple, TypeAlias
 
 import construct as cs
 
+from protocol.checksum import event_crc
 from protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     APPEND_BLOCK_EVENT,
@@ -41,7 +42,6 @@ from protocol.constants import (
     FL_GROUP_COMMIT_ID,
     FL_PREPARED_XA,
     FL_ROLLBACK_ALTER_E1,
-    FLAGS_OFFSET,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_HEADER_LEN,
@@ -51,7 +51,6 @@ from protocol.constants import (
     HEARTBEAT_LOG_EVENT,
     INCIDENT_EVENT,
     INTVAR_EVENT,
-    LOG_EVENT_BINLOG_IN_USE_F,
     LOG_EVENT_IGNORABLE_F,
     LOG_EVENT_TYPES,
     MAX_DBS_IN_EVENT_MTS,
@@ -208,33 +207,7 @@ Int48ul = cs.BytesInteger(6, swapped=True)
 # --- checksums -----------------------------------------------------------------------------------------
 
 
-def event_crc(data: Buffer) -> int:
-    """CRC32 of an event's bytes without its CRC; an FDE is summed as if BINLOG_IN_USE (0x01) were clear.
-
-    MariaDB writes and verifies FDE checksums with the in-use flag masked (spec section 2), so the
-    stored CRC stays valid when the flag is cleared at file close or before sending.
-    """
-    mv = memoryview(data)
-    if len(mv) > FLAGS_OFFSET and mv[4] == FORMAT_DESCRIPTION_EVENT and mv[FLAGS_OFFSET] & LOG_EVENT_BINLOG_IN_USE_F:
-        crc = zlib.crc32(mv[:FLAGS_OFFSET])
-        crc = zlib.crc32(bytes((mv[FLAGS_OFFSET] & ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF,)), crc)
-        return zlib.crc32(mv[FLAGS_OFFSET + 1 :], crc) & 0xFFFFFFFF
-    return zlib.crc32(mv) & 0xFFFFFFFF
-
-
-def verify_checksum(event: Buffer) -> bool:
-    """True when the last 4 bytes are the CRC32 of the rest (with the FDE in-use rule)."""
-    if len(event) < HEADER_LEN + CRC_LEN:
-        return False
-    return event_crc(memoryview(event)[:-CRC_LEN]) == int.from_bytes(bytes(event[-CRC_LEN:]), "little")
-
-
-def recompute_checksum(event: Buffer) -> bytes:
-    """Copy of `event` with its trailing CRC recomputed, for events whose header or body was rewritten."""
-    if len(event) < HEADER_LEN + CRC_LEN:
-        raise ValueError("event too short to carry a CRC")
-    head = bytes(event[:-CRC_LEN])
-    return head + event_crc(head).to_bytes(CRC_LEN, "little")
+# CRC rules: protocol.checksum.
 
 
 # --- header ------------------------------------------------------------------------------------------

@@ -8,14 +8,13 @@ The rewrites keep the event's length, timestamp, server_id and log_pos, exactly 
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable
 
+from .checksum import set_crc
 from .constants import (
     BINLOG_CHECKSUM_ALG_CRC32,
     CRC_LEN,
     FLAGS_OFFSET,
-    FORMAT_DESCRIPTION_EVENT,
     GTID_LIST_EVENT,
     HEADER_LEN,
     HEARTBEAT_LOG_EVENT,
@@ -29,6 +28,7 @@ from .constants import (
     ROTATE_EVENT,
     USER_VAR_EVENT,
 )
+from .events import build_event
 from .gtid import Gtid
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -41,41 +41,11 @@ class RewriteError(ValueError):
     """The event cannot be rewritten (too small, or a GTID of a length BEGIN cannot replace)."""
 
 
-def crc32(data: bytes | bytearray | memoryview) -> int:
-    return zlib.crc32(data) & 0xFFFFFFFF
-
-
-def set_crc(ev: bytearray) -> None:
-    """Store the CRC32 of all but the last 4 bytes; FDEs are summed with the in-use flag clear."""
-    if ev[4] == FORMAT_DESCRIPTION_EVENT and ev[FLAGS_OFFSET] & LOG_EVENT_BINLOG_IN_USE_F:
-        ev[FLAGS_OFFSET] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
-        crc = crc32(memoryview(ev)[:-CRC_LEN])
-        ev[FLAGS_OFFSET] |= LOG_EVENT_BINLOG_IN_USE_F
-    else:
-        crc = crc32(memoryview(ev)[:-CRC_LEN])
-    _U32.pack_into(ev, len(ev) - CRC_LEN, crc)
-
-
-def crc_ok(ev: bytes | bytearray | memoryview) -> bool:
-    """True when the stored CRC32 matches (in-use flag ignored for FDEs, like event_checksum_test)."""
-    if len(ev) < HEADER_LEN + CRC_LEN:
-        return False
-    buf = bytearray(ev)
-    if buf[4] == FORMAT_DESCRIPTION_EVENT:
-        buf[FLAGS_OFFSET] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
-    return crc32(memoryview(buf)[:-CRC_LEN]) == _U32.unpack_from(buf, len(buf) - CRC_LEN)[0]
-
-
 def make_event(type_code: int, server_id: int, log_pos: int, flags: int, body: bytes, checksum: bool,
                timestamp: int = 0) -> bytes:
-    """A complete event from its parts (length and CRC computed)."""
-    length = HEADER_LEN + len(body) + (CRC_LEN if checksum else 0)
-    ev = bytearray(_HEADER.pack(timestamp, type_code, server_id, length, log_pos, flags))
-    ev += body
-    if checksum:
-        ev += b"\0\0\0\0"
-        set_crc(ev)
-    return bytes(ev)
+    """A complete event from its parts (length and CRC computed; see `protocol.events.build_event`)."""
+    return build_event(type_code=type_code, body=body, checksum=checksum, timestamp=timestamp,
+                       server_id=server_id, log_pos=log_pos, flags=flags)
 
 
 def fake_rotate(server_id: int, pos: int, file: str, checksum: bool) -> bytes:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.checksum import crc_ok, event_crc, with_crc
 from protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     BINLOG_CHECKPOINT_EVENT,
@@ -108,7 +109,6 @@ from protocol.events import (
     encode_table_map,
     encode_user_var,
     encode_xid,
-    event_crc,
     fde_checksum_alg,
     iter_binlog,
     parse_event,
@@ -121,8 +121,6 @@ from protocol.events import (
     parse_start_encryption,
     parse_status_vars,
     parse_user_var,
-    recompute_checksum,
-    verify_checksum,
 )
 
 ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle" / "mariadb-10.11" / "dump"
@@ -578,7 +576,7 @@ def test_every_oracle_event_decodes_and_its_crc_verifies(n: int) -> None:
 def test_file_without_crc_still_has_a_crc_on_its_fde() -> None:
     (_, fde, alg), *rest = events_of(3)
     assert alg == 0
-    assert verify_checksum(fde)
+    assert crc_ok(fde)
     assert parse_event(fde, 0).crc == int.from_bytes(fde[-4:], "little")
     gtid = next(ev for _, ev, _ in rest if ev[4] == GTID_EVENT)
     assert len(gtid) == 19 + 19, "CRC-less GTID event: header + 19-byte body, nothing more"
@@ -707,7 +705,7 @@ def test_in_use_fde_crc_is_computed_with_the_flag_clear() -> None:
     cleared[17] &= ~LOG_EVENT_BINLOG_IN_USE_F
     assert zlib.crc32(bytes(cleared[:-4])) == stored
     assert event_crc(fde[:-4]) == stored
-    assert verify_checksum(fde) and verify_checksum(bytes(cleared))
+    assert crc_ok(fde) and crc_ok(bytes(cleared))
     parse_event(fde, 1, verify_crc=True)
 
 
@@ -729,11 +727,11 @@ def test_in_use_rule_applies_only_to_fdes() -> None:
 def test_crc_mismatch_is_detected_on_request() -> None:
     ev, alg = event_at(1, 842)
     bad = ev[:-1] + bytes([ev[-1] ^ 1])
-    assert not verify_checksum(bad)
+    assert not crc_ok(bad)
     assert parse_event(bad, alg).body == XidBody(5), "not verified unless asked"
     with pytest.raises(EventDecodeError, match="CRC"):
         parse_event(bad, alg, verify_crc=True)
-    assert recompute_checksum(bad) == ev
+    assert with_crc(bad) == ev
 
 
 # --- rebuilding real events ----------------------------------------------------------------------------
@@ -847,7 +845,7 @@ def test_describe_matches_a_real_server(hex_event: str, alg: int, etype: str, in
     ev = bytes.fromhex(hex_event)
     assert describe(ev, alg) == (etype, info)
     if alg == 1:
-        assert verify_checksum(ev)
+        assert crc_ok(ev)
 
 
 def test_real_event_bodies() -> None:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.binlog_file import BinlogFormatError, scan, verify
+from protocol.checksum import crc_ok
 from protocol.commands import (
     CommandError,
     build_binlog_dump,
@@ -26,7 +27,6 @@ from protocol.packets import PacketError, PacketReader, eof_packet, err_packet, 
 from protocol.rewrite import (
     RewriteError,
     begin_event,
-    crc_ok,
     dummy_event,
     fake_gtid_list,
     fake_rotate,
