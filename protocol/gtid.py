@@ -91,9 +91,6 @@ class BinlogState:
     def seq_of(self, domain: int, server: int) -> int | None:
         return self._by_domain.get(domain, {}).get(server)
 
-    def domains(self) -> list[int]:
-        return list(self._by_domain)
-
     def as_list(self) -> list[Gtid]:
         out: list[Gtid] = []
         for d in sorted(self._by_domain):

@@ -192,11 +192,6 @@ class BinlogStore:
                 state.update(Gtid(d, s, n))
         return state
 
-    def event_positions(self, name: str) -> list[int]:
-        with open(self.path(name), "rb") as f:
-            data = f.read(self.end_of(name))
-        return [e.pos for e in scan(data).events]
-
     # --- change notification --------------------------------------------------------------------------
     async def notify(self) -> None:
         """Wake every waiting dump stream (called by sources after an append or a rotation)."""
