@@ -47,12 +47,11 @@ from protocol.rewrite import (
 
 from .decision import Action, Compat, DecisionTable, ReplicaPolicy
 from .gtid_start import GtidSkipper, GtidStartError, check_start_position, file_acceptable
-from .store import BinlogStore, StoreError
+from .store import BinlogStore, FramedChunk, StoreError
 
 log = logging.getLogger("binlogd.dump")
 
 CHUNK = 1 << 20  # file read size
-FLUSH_AT = 1 << 18  # output bytes buffered before a write + drain (back-pressure point)
 _PEEK = struct.Struct("<4xB4xI4xH")  # type, event_length, flags
 _PKT = struct.Struct("<IB")  # packet header + the 0x00 OK byte of an event packet
 _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_GTID)
@@ -317,7 +316,9 @@ class DumpStream:
             version = store.version  # before the read: a change after it must wake the wait below
             want = max(CHUNK, self._need)
             data = await self._read_at(fd, pos, want)
-            consumed = await self._process(data, pos) if data else 0
+            if self.out:
+                await self._flush()
+            consumed = await self._frame_chunk(fd, data, pos) if data else 0
             pos += consumed
             if self.out:
                 await self._flush()
@@ -342,6 +343,41 @@ class DumpStream:
                 return
             await self._maybe_sync_position()
             await self._wait(version, name, pos + tail)
+
+    async def _frame_chunk(self, fd: int, data: bytes, pos: int) -> int:
+        """Frame one chunk read at `pos`, or reuse the framing another dump in the same state already made.
+
+        Dumps that read the same bytes at the same offset with the same policy, checksum algorithm and packet
+        sequence id produce the same packets (N `mariadb-binlog -R` clients, replicas catching up from the
+        same place): the first frames the chunk, the others send its bytes.
+        """
+        if self.skipper is not None:
+            return await self._process(data, pos)
+        key = (os.fstat(fd).st_ino, pos, len(data), self.seq, self.policy, self.alg)
+        cache = self.store.frames
+        hit = cache.get(key)
+        st = self.stats
+        if hit is not None:
+            self.out = bytearray(hit.framed)
+            self.seq = hit.seq_after
+            st.events_sent += hit.sent
+            st.events_read += hit.read
+            st.holes += hit.holes
+            st.dummies += hit.dummies
+            st.begins += hit.begins
+            if hit.sent_end >= 0:
+                self.sent_upto = pos + hit.sent_end
+            self._need = hit.need
+            self.pos = self.last_event_pos = self.last_byte = pos + hit.consumed
+            return hit.consumed
+        before = (st.events_sent, st.events_read, st.holes, st.dummies, st.begins, self.sent_upto)
+        consumed = await self._process(data, pos)
+        cache.put(key, FramedChunk(
+            framed=bytes(self.out), consumed=consumed, seq_after=self.seq, sent=st.events_sent - before[0],
+            read=st.events_read - before[1], holes=st.holes - before[2], dummies=st.dummies - before[3],
+            begins=st.begins - before[4], sent_end=self.sent_upto - pos if self.sent_upto != before[5] else -1,
+            need=self._need))
+        return consumed
 
     async def _wait(self, version: int, name: str, known_end: int) -> None:
         """Wait for the store to change; heartbeat every period while nothing arrives."""
@@ -370,10 +406,11 @@ class DumpStream:
     async def _process(self, buf: bytes, base: int) -> int:
         """Decide and frame every whole event in `buf` (file offset `base`); return the bytes consumed.
 
-        The inner loop handles runs of events sent as stored: one header peek, one table lookup, a 5-byte
-        packet header and one copy into the output buffer, all on locals. Anything else (a rewrite, a
-        hole, a GTID start position still pending, an incomplete or > 16 MiB event, a full output
-        buffer) leaves it for the general path below, one event at a time.
+        The inner loop handles runs of events sent as stored or left out: one header peek, one table
+        lookup, a 5-byte packet header and one copy into the output buffer, all on locals. Anything else (a
+        rewrite, a GTID start position still pending, an incomplete or > 16 MiB event) leaves it for the
+        general path below, one event at a time. The output of one chunk (about CHUNK bytes) is flushed by
+        the caller.
         """
         mv = memoryview(buf)
         n = len(buf)
@@ -391,13 +428,10 @@ class DumpStream:
         try:
             while p <= last:
                 if self.skipper is None:
-                    # the run ends where the buffer is full or the data ends; longer events (and > 16 MiB
-                    # ones, which need several packets) take the general path
-                    stop = min(n, p + FLUSH_AT - len(out))
                     while p <= last:
                         typ, length, flags = peek(mv, p)
                         end = p + length
-                        if end > stop or length < HEADER_LEN:
+                        if end > n or length < HEADER_LEN or length >= _BIG:  # > 16 MiB: several packets
                             break
                         a = actions[typ | (flags >> 7 & 0x100)]
                         if a:
@@ -413,15 +447,6 @@ class DumpStream:
                         sent += 1
                     if p > last:
                         break
-                if len(out) >= FLUSH_AT:
-                    self.seq = seq
-                    self.pos = base + p
-                    self.out = bytearray()
-                    self.stats.bytes_sent += len(out)
-                    self.writer.write(out)
-                    await self.writer.drain()
-                    out = self.out
-                    continue
                 # the general path, for one event
                 typ, length, flags = peek(mv, p)
                 end = p + length

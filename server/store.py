@@ -13,6 +13,8 @@ import logging
 import os
 import re
 import threading
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +49,52 @@ class FileHead:
     gtid_list: list[Gtid] | None  # None for a file without GTID_LIST (pre-10.0)
 
 
+@dataclass(frozen=True, slots=True)
+class FramedChunk:
+    """The packets one dump made of one chunk of a file, and what they did (for `FrameCache`)."""
+
+    framed: bytes
+    consumed: int
+    seq_after: int
+    sent: int
+    read: int
+    holes: int
+    dummies: int
+    begins: int
+    sent_end: int  # offset in the chunk after the last event sent, -1 if none
+    need: int
+
+
+class FrameCache:
+    """The most recently framed chunks, shared by all dumps of a store, bounded in bytes (chunks holding an
+    event of several MiB are not kept)."""
+
+    def __init__(self, max_bytes: int = 32 << 20, max_item: int = 4 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.max_item = max_item
+        self._items: OrderedDict[Hashable, FramedChunk] = OrderedDict()
+        self._bytes = 0
+        self.hits = self.misses = 0
+
+    def get(self, key: Hashable) -> FramedChunk | None:
+        item = self._items.get(key)
+        if item is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._items.move_to_end(key)
+        return item
+
+    def put(self, key: Hashable, item: FramedChunk) -> None:
+        if len(item.framed) > self.max_item or key in self._items:
+            return
+        self._items[key] = item
+        self._bytes += len(item.framed)
+        while self._bytes > self.max_bytes:
+            _, old = self._items.popitem(last=False)
+            self._bytes -= len(old.framed)
+
+
 class BinlogStore:
     def __init__(self, directory: Path, basename: str | None = None) -> None:
         self.directory = Path(directory)
@@ -59,6 +107,7 @@ class BinlogStore:
         self._heads: dict[str, FileHead] = {}
         self._state_cache: tuple[str, int, BinlogState] | None = None
         self._state_lock = threading.Lock()
+        self.frames = FrameCache()
         self.files()  # fail early on an unusable directory
 
     # --- inventory ---------------------------------------------------------------------------------
