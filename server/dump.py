@@ -358,7 +358,6 @@ class DumpStream:
         hit = cache.get(key)
         st = self.stats
         if hit is not None:
-            self.out = bytearray(hit.framed)
             self.seq = hit.seq_after
             st.events_sent += hit.sent
             st.events_read += hit.read
@@ -369,6 +368,9 @@ class DumpStream:
                 self.sent_upto = pos + hit.sent_end
             self._need = hit.need
             self.pos = self.last_event_pos = self.last_byte = pos + hit.consumed
+            st.bytes_sent += len(hit.framed)
+            self.writer.write(hit.framed)  # shared, immutable: no copy on our side
+            await self.writer.drain()
             return hit.consumed
         before = (st.events_sent, st.events_read, st.holes, st.dummies, st.begins, self.sent_upto)
         consumed = await self._process(data, pos)
