@@ -353,7 +353,7 @@ class DumpStream:
         """
         if self.skipper is not None:
             return await self._process(data, pos)
-        key = (os.fstat(fd).st_ino, pos, len(data), self.seq, self.policy, self.alg)
+        key = (self.store.generation, os.fstat(fd).st_ino, pos, len(data), self.seq, self.policy, self.alg)
         cache = self.store.frames
         hit = cache.get(key)
         st = self.stats

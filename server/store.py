@@ -108,6 +108,9 @@ class BinlogStore:
         self._state_cache: tuple[str, int, BinlogState] | None = None
         self._state_lock = threading.Lock()
         self.frames = FrameCache()
+        # bumped by anything that rewrites bytes already in a file (a torn tail truncated on recovery):
+        # part of FrameCache keys, which otherwise rely on files being append-only
+        self.generation = 0
         self.files()  # fail early on an unusable directory
 
     # --- inventory ---------------------------------------------------------------------------------
