@@ -24,6 +24,7 @@ from protocol.describe import describe
 from protocol.events import EventDecodeError
 from protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
 
+from .auth import is_loopback
 from .decision import Compat
 from .dump import DumpStream
 from .sql_surface import SqlError
@@ -65,7 +66,8 @@ class Primary:
 
     # --- replicas -----------------------------------------------------------------------------------
     def register_slave(self, cmd: RegisterSlave, peer_host: str, connection_id: int) -> None:
-        host = cmd.host or peer_host
+        # no report_host: MariaDB shows the connection's resolved host name, which is localhost on loopback
+        host = cmd.host or ("localhost" if is_loopback(peer_host) else peer_host)
         self.slaves[cmd.server_id] = SlaveHost(cmd.server_id, host, cmd.port, cmd.master_id or self.server_id,
                                                connection_id)
         log.info("replica server_id=%d registered (host %s port %d)", cmd.server_id, host, cmd.port)
