@@ -81,9 +81,7 @@ class ReplicationSession(BaseSession):
         except SqlError as e:
             if e.after_columns is not None:
                 return _error_after_metadata(e.after_columns, e)
-            err = MysqlError(e.message, e.code)  # type: ignore[arg-type]
-            err.sqlstate = e.sqlstate.encode() if isinstance(e.sqlstate, str) else e.sqlstate  # type: ignore[attr-defined]
-            raise err from e
+            raise _mysql_error(e) from e
         if isinstance(result, Ok):
             return None
         assert isinstance(result, ResultSet)
@@ -105,7 +103,14 @@ class ReplicationSession(BaseSession):
         try:
             change_database(self.state, database)
         except SqlError as e:
-            raise MysqlError(e.message, e.code) from e  # type: ignore[arg-type]
+            raise _mysql_error(e) from e
+
+
+def _mysql_error(e: SqlError) -> MysqlError:
+    """The SQL surface's error as mimic's exception, keeping its SQLSTATE for the ERR packet."""
+    err = MysqlError(e.message, e.code)  # type: ignore[arg-type]
+    err.sqlstate = e.sqlstate.encode()  # type: ignore[attr-defined]
+    return err
 
 
 def _error_after_metadata(columns: list[str], error: SqlError) -> ResultSet_:
@@ -113,9 +118,7 @@ def _error_after_metadata(columns: list[str], error: SqlError) -> ResultSet_:
     sends the ERR after them, as MariaDB does for SHOW BINLOG EVENTS."""
 
     async def rows() -> AsyncIterator[tuple[Any, ...]]:
-        err = MysqlError(error.message, error.code)  # type: ignore[arg-type]
-        err.sqlstate = error.sqlstate.encode() if isinstance(error.sqlstate, str) else error.sqlstate  # type: ignore[attr-defined]
-        raise err
+        raise _mysql_error(error)
         yield ()  # an async generator
 
     return ResultSet_(rows=rows(), columns=[ResultColumn(name=c, type=ColumnType.VARCHAR) for c in columns])

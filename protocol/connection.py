@@ -1,0 +1,407 @@
+"""A small asyncio replication client: what a MariaDB 10.11 replica's IO thread does on the wire.
+
+Shared by the relay (issue 4) and the applier (issue 6). It owns the socket and the session (handshake with
+mysql_native_password, the text-protocol queries a 10.11 replica sends before the dump, COM_REGISTER_SLAVE,
+COM_BINLOG_DUMP) and yields raw events. All framing and encoding is delegated to the sans-IO codecs in
+this package (packets, commands, checksum, binlog_file, events); this module only adds I/O and the
+per-connection state they need (sequence ids, the current checksum algorithm).
+
+Errors are all `ReplicationError`. `fatal` follows the 10.11 IO thread: it stops without retrying on 1236
+(ER_MASTER_FATAL_ERROR_READING_BINLOG), 1041 (ER_OUT_OF_RESOURCES) and on an event whose CRC does not
+match (ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE, 1743: the bytes came from the primary's file, so a retry
+reads the same corruption). Everything else (lost connection, read timeout, access denied, EOF of a
+non-blocking dump is not an error) is retryable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import struct
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Self
+
+from .binlog_file import BinlogFormatError, fde_checksum_alg
+from .checksum import crc_ok
+from .commands import build_binlog_dump, build_register_slave
+from .constants import (
+    BINLOG_CHECKSUM_ALG_CRC32,
+    BINLOG_CHECKSUM_ALG_OFF,
+    BINLOG_DUMP_NON_BLOCK,
+    BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+    CAP_MINE,
+    COM_QUERY,
+    COM_QUIT,
+    CRC_LEN,
+    ER_MASTER_FATAL_ERROR_READING_BINLOG,
+    ER_UNKNOWN_SYSTEM_VARIABLE,
+    FORMAT_DESCRIPTION_EVENT,
+    HEADER_LEN,
+)
+from .handshake import CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION
+from .packets import PacketError, PacketReader, frame, parse_err
+
+CLIENT_LONG_PASSWORD = 1
+CLIENT_LONG_FLAG = 1 << 2
+CLIENT_TRANSACTIONS = 1 << 13
+CLIENT_FLAGS = (CLIENT_LONG_PASSWORD | CLIENT_LONG_FLAG | CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS
+                | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH)  # no CLIENT_DEPRECATE_EOF: classic EOF rows
+UTF8MB4_GENERAL_CI = 45
+NATIVE_PLUGIN = "mysql_native_password"
+
+ER_OUT_OF_RESOURCES = 1041
+ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE = 1743
+CR_CONN_HOST_ERROR = 2003
+CR_SERVER_LOST = 2013
+CR_MALFORMED_PACKET = 2027
+CR_AUTH_PLUGIN_CANNOT_LOAD = 2059
+FATAL_CODES = frozenset({ER_MASTER_FATAL_ERROR_READING_BINLOG, ER_OUT_OF_RESOURCES,
+                         ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE})
+
+STREAM_LIMIT = 1 << 16  # asyncio StreamReader buffer bound; reads are chunked at this size
+COMMAND_MAX_PAYLOAD = 64 << 20  # handshake and query replies
+EVENT_MAX_PAYLOAD = 1 << 30  # slave_max_allowed_packet default
+
+
+class ReplicationError(Exception):
+    """A server ERR packet or a client-side failure; `fatal` means a replica must not reconnect and retry."""
+
+    def __init__(self, code: int, message: str, fatal: bool | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.fatal = code in FATAL_CODES if fatal is None else fatal
+
+
+@dataclass
+class ClientConfig:
+    """Connection and dump settings; the defaults are those of a plain 10.11 replica."""
+
+    host: str
+    port: int
+    server_id: int
+    user: str = "root"
+    password: str = ""
+    capability: int = CAP_MINE
+    checksum: bool = True  # SET @master_binlog_checksum (without it a CRC32 primary answers 1236)
+    heartbeat_s: float | None = None  # None: @master_heartbeat_period not sent (server default: none)
+    skip_replication: bool = False  # FILTER_ON_MASTER: the primary drops 0x8000-flagged events
+    annotate: bool = True  # BINLOG_SEND_ANNOTATE_ROWS_EVENT
+    gtid: str | None = None  # @slave_connect_state; None = file/pos mode
+    gtid_strict: bool = False
+    report_port: int = 0
+    connect_timeout: float = 10.0  # TCP connect, handshake, and each command-phase reply
+    read_timeout: float | None = None  # per dump read; None = 2 * heartbeat_s, or no timeout without heartbeats
+
+    def dump_read_timeout(self) -> float | None:
+        if self.read_timeout is not None:
+            return self.read_timeout
+        return 2 * self.heartbeat_s if self.heartbeat_s else None
+
+
+def native_password_scramble(password: str, nonce: bytes) -> bytes:
+    """mysql_native_password: SHA1(pw) XOR SHA1(nonce + SHA1(SHA1(pw))); empty for an empty password."""
+    if not password:
+        return b""
+    h1 = hashlib.sha1(password.encode()).digest()
+    h2 = hashlib.sha1(nonce + hashlib.sha1(h1).digest()).digest()
+    return bytes(a ^ b for a, b in zip(h1, h2, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerHandshake:
+    server_version: str
+    connection_id: int
+    capabilities: int
+    nonce: bytes
+    plugin: str
+
+
+def parse_handshake_v10(p: bytes) -> ServerHandshake:
+    """Initial handshake packet (protocol 10); raises ReplicationError on anything malformed."""
+    try:
+        if p[0] != 10:
+            raise ReplicationError(CR_MALFORMED_PACKET, f"unsupported handshake protocol version {p[0]}")
+        end = p.index(b"\0", 1)
+        version = p[1:end].decode("utf-8", "replace")
+        q = end + 1
+        conn_id, = struct.unpack_from("<I", p, q)
+        nonce1 = p[q + 4 : q + 12]
+        cap_lo, _charset, _status, cap_hi, auth_len = struct.unpack_from("<HBHHB", p, q + 13)
+        caps = cap_lo | cap_hi << 16
+        q += 13 + 8 + 10
+        n2 = max(13, auth_len - 8) if caps & CLIENT_SECURE_CONNECTION else 0
+        nonce2 = p[q : q + n2].rstrip(b"\0")
+        q += n2
+        plugin = NATIVE_PLUGIN
+        if caps & CLIENT_PLUGIN_AUTH and q < len(p):
+            plugin = p[q:].split(b"\0", 1)[0].decode("ascii", "replace")
+    except (IndexError, ValueError, struct.error) as e:
+        raise ReplicationError(CR_MALFORMED_PACKET, f"malformed handshake packet: {e}") from None
+    return ServerHandshake(version, conn_id, caps, nonce1 + nonce2, plugin)
+
+
+def _lenenc(p: bytes, q: int) -> tuple[int | None, int]:
+    """Length-encoded integer at q -> (value or None for 0xFB NULL, next offset)."""
+    b = p[q]
+    if b < 0xFB:
+        return b, q + 1
+    if b == 0xFB:
+        return None, q + 1
+    size = {0xFC: 2, 0xFD: 3, 0xFE: 8}.get(b)
+    if size is None or q + 1 + size > len(p):
+        raise ReplicationError(CR_MALFORMED_PACKET, "bad length-encoded integer")
+    return int.from_bytes(p[q + 1 : q + 1 + size], "little"), q + 1 + size
+
+
+def _is_eof(p: bytes) -> bool:
+    return p[:1] == b"\xfe" and len(p) < 9
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class ReplicationClient:
+    """One replica session. Not reusable after a dump: the server ends the session when the dump ends."""
+
+    def __init__(self, cfg: ClientConfig, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.cfg = cfg
+        self._reader = reader
+        self._writer = writer
+        self._packets = PacketReader(max_payload=COMMAND_MAX_PAYLOAD)
+        self._seq = 0
+        self._dumping = False
+        self._closed = False
+        self.handshake: ServerHandshake | None = None
+        self.checksum_alg_before_fd = BINLOG_CHECKSUM_ALG_OFF  # what SELECT @master_binlog_checksum said
+
+    # ---- connection -------------------------------------------------------------------------------
+
+    @classmethod
+    async def connect(cls, cfg: ClientConfig) -> ReplicationClient:
+        """TCP connect and authenticate; the socket is closed again on any failure."""
+        try:
+            async with asyncio.timeout(cfg.connect_timeout):
+                reader, writer = await asyncio.open_connection(cfg.host, cfg.port, limit=STREAM_LIMIT)
+        except (OSError, TimeoutError) as e:
+            raise ReplicationError(CR_CONN_HOST_ERROR, f"cannot connect to {cfg.host}:{cfg.port}: {e!r}") from None
+        client = cls(cfg, reader, writer)
+        try:
+            async with asyncio.timeout(cfg.connect_timeout):
+                await client._authenticate()
+        except BaseException as e:
+            await client.close()
+            if isinstance(e, TimeoutError):
+                raise ReplicationError(CR_SERVER_LOST, "timeout during handshake") from None
+            raise
+        return client
+
+    async def _authenticate(self) -> None:
+        first = await self._read_packet()
+        if first[:1] == b"\xff":
+            raise self._err(first)
+        hs = self.handshake = parse_handshake_v10(first)
+        auth = native_password_scramble(self.cfg.password, hs.nonce[:20])
+        resp = struct.pack("<IIB23x", CLIENT_FLAGS, EVENT_MAX_PAYLOAD, UTF8MB4_GENERAL_CI)
+        resp += self.cfg.user.encode() + b"\0" + bytes((len(auth),)) + auth + NATIVE_PLUGIN.encode() + b"\0"
+        self._send(resp, self._packets.expected_seq)
+        reply = await self._read_packet()
+        if reply[:1] == b"\xfe":  # auth switch request: plugin name NUL, new nonce
+            name, _, data = reply[1:].partition(b"\0")
+            if name.decode("ascii", "replace") != NATIVE_PLUGIN:
+                raise ReplicationError(CR_AUTH_PLUGIN_CANNOT_LOAD, f"authentication plugin {name!r} not supported")
+            self._send(native_password_scramble(self.cfg.password, data.rstrip(b"\0")[:20]), self._packets.expected_seq)
+            reply = await self._read_packet()
+        if reply[:1] == b"\xff":
+            raise self._err(reply)
+        if reply[:1] != b"\x00":
+            raise ReplicationError(CR_MALFORMED_PACKET, f"unexpected authentication reply 0x{reply[:1].hex()}")
+
+    async def close(self) -> None:
+        """Close the socket (COM_QUIT first when the session is still in the command phase)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            if not self._dumping and not self._writer.is_closing():
+                self._send(bytes((COM_QUIT,)))
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(1.0):
+                await self._writer.wait_closed()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ---- low level ----------------------------------------------------------------------------------
+
+    def _send(self, payload: bytes, seq: int = 0) -> None:
+        """Frame one command packet; a new command (seq 0) resets the reply sequence."""
+        out = bytearray()
+        self._packets.expected_seq = frame(payload, seq, out)
+        self._writer.write(out)
+
+    async def _read_packet(self) -> bytes:
+        """Next logical packet, reading at most STREAM_LIMIT bytes at a time (no unbounded buffering)."""
+        while True:
+            try:
+                pkt = self._packets.next_packet()
+            except PacketError as e:
+                raise ReplicationError(CR_MALFORMED_PACKET, str(e)) from None
+            if pkt is not None:
+                return pkt
+            try:
+                data = await self._reader.read(STREAM_LIMIT)
+            except OSError as e:
+                raise ReplicationError(CR_SERVER_LOST, f"lost connection to server: {e!r}") from None
+            if not data:
+                raise ReplicationError(CR_SERVER_LOST, "lost connection to server (closed by peer)")
+            self._packets.feed(data)
+
+    async def _command_reply(self) -> bytes:
+        try:
+            async with asyncio.timeout(self.cfg.connect_timeout):
+                return await self._read_packet()
+        except TimeoutError:
+            raise ReplicationError(CR_SERVER_LOST, "timeout waiting for the server's reply") from None
+
+    @staticmethod
+    def _err(payload: bytes) -> ReplicationError:
+        try:
+            e = parse_err(payload)
+        except PacketError:
+            return ReplicationError(CR_MALFORMED_PACKET, "malformed ERR packet")
+        return ReplicationError(e.code, e.message)
+
+    def _check_command_phase(self) -> None:
+        if self._closed or self._dumping:
+            raise ReplicationError(CR_SERVER_LOST, "session closed or already dumping")
+
+    # ---- text protocol ------------------------------------------------------------------------------
+
+    async def query(self, sql: str) -> list[tuple[str | None, ...]]:
+        """COM_QUERY; rows as strings (None for NULL); [] for statements without a result set."""
+        self._check_command_phase()
+        self._send(bytes((COM_QUERY,)) + sql.encode())
+        first = await self._command_reply()
+        if first[:1] == b"\xff":
+            raise self._err(first)
+        if first[:1] == b"\x00":
+            return []
+        try:
+            ncols, _ = _lenenc(first, 0)
+        except IndexError:
+            raise ReplicationError(CR_MALFORMED_PACKET, "empty result-set header") from None
+        for _ in range(ncols or 0):
+            await self._command_reply()  # column definitions: not needed by a replica
+        if not _is_eof(await self._command_reply()):
+            raise ReplicationError(CR_MALFORMED_PACKET, "expected EOF after column definitions")
+        rows: list[tuple[str | None, ...]] = []
+        while True:
+            p = await self._command_reply()
+            if p[:1] == b"\xff":
+                raise self._err(p)
+            if _is_eof(p):
+                return rows
+            row: list[str | None] = []
+            q = 0
+            try:
+                for _ in range(ncols or 0):
+                    n, q = _lenenc(p, q)
+                    if n is None:
+                        row.append(None)
+                        continue
+                    if q + n > len(p):
+                        raise IndexError
+                    row.append(p[q : q + n].decode("utf-8", "replace"))
+                    q += n
+            except IndexError:
+                raise ReplicationError(CR_MALFORMED_PACKET, "truncated result row") from None
+            rows.append(tuple(row))
+
+    async def _set(self, sql: str, tolerate_unknown: bool = False) -> bool:
+        """Run a SET; with `tolerate_unknown` a 1193 (older primary) returns False like the IO thread does."""
+        try:
+            await self.query(sql)
+        except ReplicationError as e:
+            if tolerate_unknown and e.code == ER_UNKNOWN_SYSTEM_VARIABLE:
+                return False
+            raise
+        return True
+
+    # ---- dump ---------------------------------------------------------------------------------------
+
+    async def start_dump(self, file: str, pos: int, non_blocking: bool = False) -> None:
+        """The 10.11 IO thread's session set-up (spec 3.1), COM_REGISTER_SLAVE, then COM_BINLOG_DUMP."""
+        self._check_command_phase()
+        cfg = self.cfg
+        if cfg.heartbeat_s is not None:
+            await self._set(f"SET @master_heartbeat_period= {int(cfg.heartbeat_s * 1e9)}")
+        if cfg.checksum and await self._set("SET @master_binlog_checksum= @@global.binlog_checksum", True):
+            rows = await self.query("SELECT @master_binlog_checksum")
+            value = rows[0][0] if rows and rows[0] else None
+            algs = {"NONE": BINLOG_CHECKSUM_ALG_OFF, "CRC32": BINLOG_CHECKSUM_ALG_CRC32}
+            if value is None or value.upper() not in algs:
+                raise ReplicationError(CR_MALFORMED_PACKET, f"unknown @master_binlog_checksum {value!r}", fatal=True)
+            self.checksum_alg_before_fd = algs[value.upper()]
+        if cfg.skip_replication:
+            await self._set("SET skip_replication=1", True)
+        await self._set(f"SET @mariadb_slave_capability={int(cfg.capability)}")
+        if cfg.gtid is not None:
+            await self._set(f"SET @slave_connect_state={_sql_str(cfg.gtid)}")
+            await self._set(f"SET @slave_gtid_strict_mode={int(cfg.gtid_strict)}")
+            await self._set("SET @slave_gtid_ignore_duplicates=0")
+        self._send(build_register_slave(cfg.server_id, port=cfg.report_port))
+        reply = await self._command_reply()
+        if reply[:1] == b"\xff":
+            raise self._err(reply)
+        flags = BINLOG_DUMP_NON_BLOCK if non_blocking else 0
+        flags |= BINLOG_SEND_ANNOTATE_ROWS_EVENT if cfg.annotate else 0
+        self._send(build_binlog_dump(pos, flags, cfg.server_id, file))
+        self._packets.max_payload = EVENT_MAX_PAYLOAD
+        self._dumping = True
+
+    async def events(self) -> AsyncIterator[bytes]:
+        """Raw events (heartbeats included) with CRCs verified; ends at EOF; closes the session on any end.
+
+        Events before the first FDE (the fake Rotate) are checked with the algorithm the server reported,
+        every FDE with its own, everything else with the current FDE's, as the 10.11 IO thread does.
+        """
+        if not self._dumping:
+            raise ReplicationError(CR_SERVER_LOST, "start_dump() first")
+        timeout = self.cfg.dump_read_timeout()
+        alg = self.checksum_alg_before_fd
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(timeout):
+                        p = await self._read_packet()
+                except TimeoutError:
+                    raise ReplicationError(CR_SERVER_LOST, f"no event or heartbeat for {timeout} s") from None
+                if p[:1] == b"\xff":
+                    raise self._err(p)
+                if _is_eof(p):
+                    return
+                if p[:1] != b"\x00" or len(p) < 1 + HEADER_LEN:
+                    raise ReplicationError(CR_MALFORMED_PACKET, f"unexpected packet in dump stream ({len(p)} bytes)")
+                ev = p[1:]
+                check = alg
+                if ev[4] == FORMAT_DESCRIPTION_EVENT:
+                    try:
+                        alg = check = fde_checksum_alg(ev)
+                    except BinlogFormatError as e:
+                        raise ReplicationError(CR_MALFORMED_PACKET, str(e), fatal=True) from None
+                if check == BINLOG_CHECKSUM_ALG_CRC32 and not crc_ok(ev):
+                    stored = int.from_bytes(ev[-CRC_LEN:], "little") if len(ev) >= CRC_LEN else None
+                    raise ReplicationError(ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
+                                           f"event checksum mismatch (type {ev[4]}, log_pos "
+                                           f"{int.from_bytes(ev[13:17], 'little')}, stored crc {stored})")
+                yield ev
+        finally:
+            await self.close()
