@@ -46,7 +46,7 @@ from protocol.rewrite import (
 )
 
 from .decision import Action, Compat, DecisionTable, ReplicaPolicy
-from .gtid_start import GtidSkipper, GtidStartError, check_start_position, file_acceptable
+from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
 from .store import BinlogStore, FramedChunk, StoreError
 
 log = logging.getLogger("binlogd.dump")
@@ -236,13 +236,11 @@ class DumpStream:
                 self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty)
                 self.file = name
                 return name
-        raise DumpError("Could not find GTID state requested by slave in any binlog files. Probably the slave "
-                        "state is too old and required binlog files have been purged.", suffix=False)
+        raise DumpError(NOT_FOUND_ANY_FILE, suffix=False)
 
     # --- main loop ------------------------------------------------------------------------------------------
     async def _serve(self) -> None:
         name, pos = await asyncio.to_thread(self._resolve_start)  # reads index, file heads, GTID state
-        self.start_file = self.p.file
         first = True
         rotate_crc = self.p.first_rotate_crc
         while True:
