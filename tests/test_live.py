@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
 from protocol.binlog_file import scan
+from protocol.commands import build_binlog_dump
+from tests.dumpclient import raw_dump
 from tests.oracle_data import ORACLE
 
 FILES = ["mysql-bin.000001", "mysql-bin.000002"]
@@ -73,3 +76,53 @@ def test_semi_sync_replica_stays_asynchronous(tmp_path: Path, mariadb, binlogd) 
     r.wait_slave_pos(FILES[1], (d / FILES[1]).stat().st_size)
     assert r.query("SHOW STATUS LIKE 'Rpl_semi_sync_slave_status'") == [("Rpl_semi_sync_slave_status", "OFF")]
     assert r.slave_status()["Slave_IO_Running"] == "Yes"
+
+
+def test_torn_tail_of_the_active_file_is_held_back_until_complete(tmp_path: Path, mariadb, binlogd) -> None:
+    """The active file ends in the middle of an event (a writer still writing it): a real replica gets
+    everything before it, nothing half-written, and the rest once the event is complete; mariadb-binlog's
+    non-blocking dump ends cleanly before it. A closed file with a torn tail is MariaDB's 1236 instead."""
+    d = tmp_path / "torn"
+    d.mkdir()
+    first = (ORACLE / FILES[0]).read_bytes()
+    events = scan(first).events
+    cut_event = events[len(events) // 2]
+    torn_at = cut_event.pos + cut_event.length // 2
+    (d / FILES[0]).write_bytes(first[:torn_at])
+    server = binlogd(["--binlog-dir", str(d), "--server-id", "100"])
+
+    raw = subprocess.run(["mariadb-binlog", "--no-defaults", "--read-from-remote-server", f"--host={server.host}",
+                          f"--port={server.port}", "--user=root", "--raw", f"--result-file={tmp_path}/copy-",
+                          FILES[0]], capture_output=True, timeout=30)
+    assert raw.returncode == 0, raw.stderr
+    copy = (tmp_path / f"copy-{FILES[0]}").read_bytes()
+    assert copy[:4] + copy[4 + 17 + 1 :] == first[:4] + first[4 + 17 + 1 : cut_event.pos]  # all whole events
+
+    r = _replica(mariadb, "torn", 2)
+    r.change_master(server.host, server.port, use_gtid="no", log_file=FILES[0], log_pos=4)
+    r.start_slave()
+    r.wait_until(lambda: int(r.slave_status().get("Read_Master_Log_Pos") or 0) >= cut_event.pos, timeout=30,
+                 message="replica read up to the torn event")
+    time.sleep(0.8)
+    st = r.slave_status()
+    assert int(st["Read_Master_Log_Pos"]) == cut_event.pos and st["Slave_IO_Running"] == "Yes", st
+    # the writer finishes the event and the rest of the file (not the trailing ROTATE: no next file yet)
+    (d / FILES[0]).write_bytes(first[: events[-1].pos])
+    r.wait_slave_pos(FILES[0], events[-1].pos)
+    assert "Traceback" not in server.log_text()
+
+
+def test_torn_tail_of_a_closed_file_is_error_1236(tmp_path: Path, binlogd) -> None:
+    d = tmp_path / "closed"
+    d.mkdir()
+    first = (ORACLE / FILES[0]).read_bytes()
+    last = scan(first).events[-1]
+    (d / FILES[0]).write_bytes(first[: last.pos + 10])  # a later file exists: this one is closed, yet torn
+    shutil.copy(ORACLE / FILES[1], d / FILES[1])
+    server = binlogd(["--binlog-dir", str(d), "--server-id", "100"])
+    cap = raw_dump(server.host, server.port, ["SET @master_binlog_checksum= @@global.binlog_checksum"],
+                   build_binlog_dump(4, 1, 5, FILES[0]))
+    assert cap.error == (1236, "binlog truncated in the middle of event; consider out of disk space on master; the "
+                               f"first event '{FILES[0]}' at 4, the last event read from '{FILES[0]}' at {last.pos}, "
+                               f"the last byte read from '{FILES[0]}' at {last.pos + 10}.")
+    assert cap.events[-1] == first[last.pos - len(cap.events[-1]) : last.pos]  # everything whole came first
