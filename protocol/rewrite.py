@@ -41,24 +41,19 @@ class RewriteError(ValueError):
     """The event cannot be rewritten (too small, or a GTID of a length BEGIN cannot replace)."""
 
 
-def make_event(type_code: int, server_id: int, log_pos: int, flags: int, body: bytes, checksum: bool,
-               timestamp: int = 0) -> bytes:
-    """A complete event from its parts (length and CRC computed; see `protocol.events.build_event`)."""
-    return build_event(type_code=type_code, body=body, checksum=checksum, timestamp=timestamp,
-                       server_id=server_id, log_pos=log_pos, flags=flags)
-
-
 def fake_rotate(server_id: int, pos: int, file: str, checksum: bool) -> bytes:
     """The artificial ROTATE sent before each file: timestamp 0, log_pos 0, flags ARTIFICIAL."""
-    return make_event(ROTATE_EVENT, server_id, 0, LOG_EVENT_ARTIFICIAL_F,
-                      struct.pack("<Q", pos) + file.encode(), checksum)
+    return build_event(type_code=ROTATE_EVENT, server_id=server_id, flags=LOG_EVENT_ARTIFICIAL_F,
+                       body=struct.pack("<Q", pos) + file.encode(), checksum=checksum)
 
 
 def heartbeat(server_id: int, file: str, log_pos: int, checksum: bool) -> bytes:
     """HEARTBEAT: log_pos = dump position in `file`; past 4 GiB the position moves to a u64 sub-header."""
     if log_pos > 0xFFFFFFFF:
-        return make_event(HEARTBEAT_LOG_EVENT, server_id, 0, 0, struct.pack("<Q", log_pos) + file.encode(), checksum)
-    return make_event(HEARTBEAT_LOG_EVENT, server_id, log_pos, 0, file.encode(), checksum)
+        return build_event(type_code=HEARTBEAT_LOG_EVENT, server_id=server_id,
+                           body=struct.pack("<Q", log_pos) + file.encode(), checksum=checksum)
+    return build_event(type_code=HEARTBEAT_LOG_EVENT, server_id=server_id, log_pos=log_pos, body=file.encode(),
+                       checksum=checksum)
 
 
 def gtid_list_body(gtids: Iterable[Gtid] | Iterable[tuple[int, int, int]], flags: int = 0) -> bytes:
@@ -73,8 +68,8 @@ def fake_gtid_list(server_id: int, log_pos: int, gtids: Iterable[Gtid] | Iterabl
                    flags: int = 0) -> bytes:
     """The artificial GTID_LIST sent when a GTID start position is reached (and by binlogd to move
     a replica's position over trailing holes)."""
-    return make_event(GTID_LIST_EVENT, server_id, log_pos, LOG_EVENT_ARTIFICIAL_F, gtid_list_body(gtids, flags),
-                      checksum)
+    return build_event(type_code=GTID_LIST_EVENT, server_id=server_id, log_pos=log_pos, flags=LOG_EVENT_ARTIFICIAL_F,
+                       body=gtid_list_body(gtids, flags), checksum=checksum)
 
 
 def fix_fde(ev: bytes | bytearray | memoryview, zero_log_pos: bool, zero_created: bool, checksum_alg: int) -> bytes:

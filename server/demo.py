@@ -75,6 +75,7 @@ from protocol.events import (
     StatusVarValue,
     UserVarBody,
     XidBody,
+    build_event,
     encode_binlog_checkpoint,
     encode_format_description,
     encode_gtid,
@@ -84,7 +85,6 @@ from protocol.events import (
     encode_user_var,
     encode_xid,
 )
-from protocol.rewrite import make_event
 
 # --- the simulated primary ----------------------------------------------------------------------------
 
@@ -240,7 +240,8 @@ class _Primary:
 
     def _write(self, type_code: int, body: bytes, flags: int, timestamp: int) -> None:
         end = len(self._buf) + HEADER_LEN + len(body) + CRC_LEN
-        self._buf.extend(make_event(type_code, DEMO_SERVER_ID, end, flags, body, True, timestamp))
+        self._buf.extend(build_event(type_code=type_code, server_id=DEMO_SERVER_ID, log_pos=end, flags=flags,
+                                     body=body, checksum=True, timestamp=timestamp))
 
     def _file_name(self, n: int) -> str:
         return f"{DEMO_BASENAME}.{n:06d}"

@@ -535,6 +535,9 @@ class DumpStream:
         """A fake GTID_LIST carrying the GTID state at `log_pos` of the current file (MariaDB's
         until_binlog_state: the file's GTID_LIST plus the GTIDs read since)."""
         state = await asyncio.to_thread(self.store.gtid_state_at, self.file, log_pos)
+        if state is None:  # the dump started at a position that is not an event boundary of the file
+            log.warning("%s no GTID state at %s:%d; fake GTID_LIST not sent", self.label, self.file, log_pos)
+            return
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
         self._put_event(fake_gtid_list(self.server_id, log_pos, state.as_list(), checksum))
         self.stats.fakes += 1

@@ -18,11 +18,10 @@ from protocol.constants import (
     BINLOG_CHECKSUM_ALG_CRC32,
     ER_ERROR_WHEN_EXECUTING_COMMAND,
     ER_SLAVE_SAME_ID,
-    GTID_EVENT,
 )
 from protocol.describe import describe
 from protocol.events import EventDecodeError
-from protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
+from protocol.gtid import format_gtid_list
 
 from .auth import is_loopback
 from .decision import Compat
@@ -153,16 +152,7 @@ class Primary:
         inside an event."""
         if not file or not self.store.has(file):
             return None
-        head = self.store.head(file)
-        state = BinlogState()
-        state.load(head.gtid_list or [])
-        with open(self.store.path(file), "rb") as f:
-            data = f.read(max(pos, BIN_LOG_HEADER_SIZE))
-        res = scan(data)
-        if pos != BIN_LOG_HEADER_SIZE and pos not in {e.end for e in res.events}:
+        state = self.store.gtid_state_at(file, max(pos, BIN_LOG_HEADER_SIZE))
+        if state is None:
             return None  # not an event boundary: MariaDB has no GTID position for it either
-        for ev in res.events:
-            if ev.type_code == GTID_EVENT and ev.end <= pos:
-                d, s, n, _ = peek_gtid(data, ev.pos)
-                state.update(Gtid(d, s, n))
         return format_gtid_list(state.current_pos())

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from protocol.binlog_file import BinlogFormatError, fde_checksum_alg, scan
 from protocol.constants import (
+    BIN_LOG_HEADER_SIZE,
     BINLOG_MAGIC,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
@@ -201,6 +202,27 @@ class BinlogStore:
             self._heads[name] = h
         return h
 
+    def _add_gtids(self, name: str, start: int, end: int, state: BinlogState) -> list[int]:
+        """Add the GTIDs of the whole events in [start, end) of `name` to `state`; return those events' ends."""
+        if end <= start:
+            return []
+        with open(self.path(name), "rb") as f:
+            f.seek(start)
+            data = f.read(end - start)
+        events = scan(data, 0).events
+        for ev in events:
+            if ev.type_code == GTID_EVENT and ev.length >= HEADER_LEN + 13:
+                d, s, n, _ = peek_gtid(data, ev.pos)
+                state.update(Gtid(d, s, n))
+        return [start + ev.end for ev in events]
+
+    def _head_state(self, name: str) -> tuple[BinlogState, int]:
+        """The state a file starts with (its GTID_LIST) and where its events start."""
+        head = self.head(name)
+        state = BinlogState()
+        state.load(head.gtid_list or [])
+        return state, head.fde_end
+
     def binlog_state(self) -> BinlogState:
         """GTID state at the end of the binlog: the active file's GTID_LIST plus its GTID events.
 
@@ -211,37 +233,20 @@ class BinlogStore:
             end = self.end_of(name)
             cached = self._state_cache
             if cached is None or cached[0] != name or cached[1] > end:
-                head = self.head(name)
-                state = BinlogState()
-                state.load(head.gtid_list or [])
-                start = head.fde_end
+                state, start = self._head_state(name)
             else:
                 _, start, state = cached
-            if end > start:
-                with open(self.path(name), "rb") as f:
-                    f.seek(start)
-                    data = f.read(end - start)
-                res = scan(data, 0)
-                for ev in res.events:
-                    if ev.type_code == GTID_EVENT and ev.length >= HEADER_LEN + 13:
-                        d, s, n, _ = peek_gtid(data, ev.pos)
-                        state.update(Gtid(d, s, n))
-                start += res.end
-            self._state_cache = (name, start, state)
+            ends = self._add_gtids(name, start, end, state)
+            self._state_cache = (name, ends[-1] if ends else start, state)
             return state.copy()
 
-    def gtid_state_at(self, name: str, pos: int) -> BinlogState:
-        """GTID state at `pos` of file `name`: its head GTID_LIST plus the GTID events before `pos`."""
-        head = self.head(name)
-        state = BinlogState()
-        state.load(head.gtid_list or [])
-        with open(self.path(name), "rb") as f:
-            f.seek(head.fde_end)
-            data = f.read(max(0, pos - head.fde_end))
-        for ev in scan(data, 0).events:
-            if ev.type_code == GTID_EVENT and ev.length >= HEADER_LEN + 13:
-                d, s, n, _ = peek_gtid(data, ev.pos)
-                state.update(Gtid(d, s, n))
+    def gtid_state_at(self, name: str, pos: int) -> BinlogState | None:
+        """GTID state at `pos` of file `name` (its GTID_LIST plus the GTID events before `pos`); None when
+        `pos` is not an event boundary."""
+        state, start = self._head_state(name)
+        ends = self._add_gtids(name, start, pos, state)
+        if pos not in (BIN_LOG_HEADER_SIZE, start) and (not ends or ends[-1] != pos):
+            return None
         return state
 
     # --- change notification --------------------------------------------------------------------------
