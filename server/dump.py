@@ -29,8 +29,6 @@ from protocol.constants import (
     HEADER_LEN,
     MAX_EVENT_SIZE,
     MAX_PACKET_PAYLOAD,
-    QUERY_COMPRESSED_EVENT,
-    QUERY_EVENT,
     START_ENCRYPTION_EVENT,
 )
 from protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
@@ -516,18 +514,13 @@ class DumpStream:
                 raise DumpError("Failed to read Gtid_log_event: corrupt binlog") from e
             if sk.pending:
                 try:
-                    if sk.on_gtid(Gtid(d, s, n), flags2):
+                    if sk.on_gtid(Gtid(d, s, n), mv, p, end):
                         return _HOLE
                 except GtidStartError as e:
                     raise DumpError(e.text(), suffix=False) from e
             return int(self.table.lookup(typ, flags, bool(flags2 & 1)))
-        if sk.skip:
-            tail = None
-            if typ in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
-                data_end = end - (CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0)
-                tail = bytes(mv[max(p, data_end - 9) : data_end])
-            if sk.in_skipped_group(typ, tail):
-                return _HOLE
+        if sk.in_skipped_group(mv, p, end, CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0):
+            return _HOLE
         a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
         return _SEND if a == Action.PEEK_GTID else int(a)
 

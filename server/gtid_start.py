@@ -7,28 +7,15 @@ Follows MariaDB's `check_slave_start_position`, `gtid_find_binlog_file` and the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import IntEnum
+from dataclasses import dataclass, field
 
 from protocol.constants import (
-    ANNOTATE_ROWS_EVENT,
     ER_GTID_POSITION_NOT_FOUND_IN_BINLOG,
     ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2,
     ER_GTID_START_FROM_BINLOG_HOLE,
-    FL_STANDALONE,
-    GTID_EVENT,
-    INTVAR_EVENT,
-    QUERY_COMPRESSED_EVENT,
-    QUERY_EVENT,
-    RAND_EVENT,
-    TABLE_MAP_EVENT,
-    USER_VAR_EVENT,
-    XID_EVENT,
 )
+from protocol.groups import GroupTracker
 from protocol.gtid import BinlogState, Gtid
-
-PART_OF_GROUP = frozenset({GTID_EVENT, INTVAR_EVENT, RAND_EVENT, USER_VAR_EVENT, TABLE_MAP_EVENT,
-                           ANNOTATE_ROWS_EVENT})
 
 NOT_FOUND_ANY_FILE = (
     "Could not find GTID state requested by slave in any binlog files. "
@@ -91,12 +78,6 @@ def file_acceptable(requested: dict[int, Gtid], gtid_list: list[Gtid]) -> bool:
     return True
 
 
-class Skip(IntEnum):
-    NOT = 0
-    STANDALONE = 1
-    TRANSACTION = 2
-
-
 @dataclass
 class GtidSkipper:
     """Drops the groups the replica already has; says when the fake GTID_LIST is due."""
@@ -104,7 +85,7 @@ class GtidSkipper:
     pending: dict[int, Gtid]  # domains whose start position is not reached yet
     strict: bool
     empty_domains: set[int]
-    skip: Skip = Skip.NOT
+    group: GroupTracker = field(default_factory=GroupTracker)  # inside a group being dropped
     fake_list_due: bool = False
 
     @property
@@ -112,8 +93,12 @@ class GtidSkipper:
         """MariaDB's is_pos_reached(): domains unknown to the binlog (START_ON_EMPTY_DOMAIN) do not count."""
         return all(d in self.empty_domains for d in self.pending)
 
-    def on_gtid(self, g: Gtid, flags2: int) -> bool:
-        """Called for every GTID event while domains are pending; True = drop this group."""
+    @property
+    def skipping(self) -> bool:
+        return self.group.inside
+
+    def on_gtid(self, g: Gtid, ev: bytes | bytearray | memoryview, pos: int, end: int) -> bool:
+        """Called for every GTID event (at ev[pos:end]) while domains are pending; True = drop this group."""
         want = self.pending.get(g.domain)
         if want is None:
             return False
@@ -128,32 +113,23 @@ class GtidSkipper:
             del self.pending[g.domain]
             self.fake_list_due = True
         if drop:
-            self.skip = Skip.STANDALONE if flags2 & FL_STANDALONE else Skip.TRANSACTION
+            self.group.feed(ev, pos, end)
         return drop
 
-    def in_skipped_group(self, type_code: int, query_tail: bytes | None) -> bool:
+    def in_skipped_group(self, ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int) -> bool:
         """Called for non-GTID events: True = drop (the event belongs to a group being skipped)."""
-        if self.skip is Skip.NOT:
+        if not self.group.inside:
             return False
-        if self.skip is Skip.STANDALONE:
-            if type_code not in PART_OF_GROUP:
-                self.skip = Skip.NOT
-            return True
-        if type_code == XID_EVENT or (
-            type_code in (QUERY_EVENT, QUERY_COMPRESSED_EVENT)
-            and query_tail is not None
-            and (query_tail.endswith(b"\0COMMIT") or query_tail.endswith(b"\0ROLLBACK"))
-        ):
-            self.skip = Skip.NOT
+        self.group.feed(ev, pos, end, crc_len)
         return True
 
     @property
     def done(self) -> bool:
         """Nothing left to skip or to check: the dump can leave the per-event GTID path."""
-        return not self.pending and self.skip is Skip.NOT and not self.fake_list_due
+        return not self.pending and not self.group.inside and not self.fake_list_due
 
     def take_fake_list(self) -> bool:
-        if self.fake_list_due and self.skip is Skip.NOT:
+        if self.fake_list_due and not self.group.inside:
             self.fake_list_due = False
             return True
         return False

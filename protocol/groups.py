@@ -1,0 +1,111 @@
+"""Event groups: where a binlog can be cut without splitting a transaction.
+
+A group is what a replica applies as one unit: a GTID event and its transaction up to XID / COMMIT / ROLLBACK /
+XA PREPARE, a standalone GTID (FL_STANDALONE: DDL) and its one statement with the INTVAR/RAND/USER_VAR/TABLE_MAP/
+ANNOTATE_ROWS and ignorable events before it, a pre-GTID `BEGIN ... COMMIT`, or any other event on its own
+(FDE, ROTATE, GTID_LIST, BINLOG_CHECKPOINT, a statement without GTID). Writers publish, and crash recovery truncates,
+at group ends only, so a replica never sees half of a transaction. Pure code over buffers.
+"""
+
+from __future__ import annotations
+
+from .constants import (
+    ANNOTATE_ROWS_EVENT,
+    BIN_LOG_HEADER_SIZE,
+    GTID_EVENT,
+    HEADER_LEN,
+    INTVAR_EVENT,
+    LOG_EVENT_IGNORABLE_F,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    RAND_EVENT,
+    TABLE_MAP_EVENT,
+    USER_VAR_EVENT,
+    XA_PREPARE_LOG_EVENT,
+    XID_EVENT,
+)
+
+# events that precede the one statement of a standalone group (and stay inside it)
+PART_OF_GROUP = frozenset({GTID_EVENT, INTVAR_EVENT, RAND_EVENT, USER_VAR_EVENT, TABLE_MAP_EVENT, ANNOTATE_ROWS_EVENT})
+
+_OUTSIDE, _STANDALONE, _TRANSACTION = 0, 1, 2
+_QUERY_POST_HEADER = 13  # thread_id 4, exec_time 4, db_len 1, error_code 2, status_vars_len 2
+_ENDS_TRANSACTION = (b"COMMIT", b"ROLLBACK")
+_ENDS_XA = (b"XA COMMIT", b"XA ROLLBACK")
+
+
+def query_text(ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int) -> bytes | None:
+    """The statement of an uncompressed QUERY event at ev[pos:end] (None when the body is too short)."""
+    body = pos + HEADER_LEN
+    if end - crc_len - body < _QUERY_POST_HEADER:
+        return None
+    db_len = ev[body + 8]
+    status_len = ev[body + 11] | (ev[body + 12] << 8)
+    start = body + _QUERY_POST_HEADER + status_len + db_len + 1
+    stop = end - crc_len
+    return bytes(ev[start:stop]) if start <= stop else None
+
+
+class GroupTracker:
+    """Follows group boundaries event by event: `feed()` says whether the stream is at a group end after the event."""
+
+    __slots__ = ("state",)
+
+    def __init__(self) -> None:
+        self.state = _OUTSIDE
+
+    @property
+    def inside(self) -> bool:
+        return self.state != _OUTSIDE
+
+    def reset(self) -> None:
+        self.state = _OUTSIDE
+
+    def feed(self, ev: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None, crc_len: int = 4) -> bool:
+        """Account for the event at ev[pos:end]; True when it ends a group (or is a group of its own)."""
+        if end is None:
+            end = len(ev)
+        typ = ev[pos + 4]
+        if typ == GTID_EVENT:
+            if end - pos < HEADER_LEN + 13:
+                raise ValueError("GTID event too short")
+            self.state = _STANDALONE if ev[pos + HEADER_LEN + 12] & 1 else _TRANSACTION
+            return False
+        state = self.state
+        if state == _OUTSIDE:
+            if typ == QUERY_EVENT and query_text(ev, pos, end, crc_len) == b"BEGIN":
+                self.state = _TRANSACTION
+                return False
+            return True
+        if state == _STANDALONE:
+            flags = ev[pos + 17] | (ev[pos + 18] << 8)
+            if typ in PART_OF_GROUP or flags & LOG_EVENT_IGNORABLE_F:
+                return False
+            self.state = _OUTSIDE
+            return True
+        if typ in (XID_EVENT, XA_PREPARE_LOG_EVENT):
+            self.state = _OUTSIDE
+            return True
+        if typ in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
+            q = query_text(ev, pos, end, crc_len) if typ == QUERY_EVENT else None
+            if q is not None and (q in _ENDS_TRANSACTION or q.startswith(_ENDS_XA)):
+                self.state = _OUTSIDE
+                return True
+        return False
+
+
+def last_group_end(buf: bytes | bytearray | memoryview, start: int = BIN_LOG_HEADER_SIZE, crc_len: int = 4) -> int:
+    """Offset just after the last whole group in `buf` (whole events from `start`); `start` when there is none.
+
+    Bytes after it are a torn event or a group a crash interrupted: what recovery truncates.
+    """
+    tracker = GroupTracker()
+    p, n, good = start, len(buf), start
+    while n - p >= HEADER_LEN:
+        length = int.from_bytes(buf[p + 9 : p + 13], "little")
+        if length < HEADER_LEN or p + length > n:
+            break
+        if tracker.feed(buf, p, p + length, crc_len):
+            good = p + length
+        p += length
+    return good
