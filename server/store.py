@@ -97,13 +97,23 @@ class FrameCache:
 
 
 class BinlogStore:
-    def __init__(self, directory: Path, basename: str | None = None) -> None:
+    """The binlog files dump streams read: a directory plus its index.
+
+    Read-only sources (a directory someone else writes) are watched by `DirectoryWatcher`; binlogd's own writer
+    (`server.binlog_writer`) publishes the committed end of the active file with `publish()`, so dumps never read
+    bytes of a group still being written, and wakes them at once.
+    """
+
+    def __init__(self, directory: Path, basename: str | None = None, allow_empty: bool = False) -> None:
         self.directory = Path(directory)
         if not self.directory.is_dir():
             raise StoreError(f"binlog directory {self.directory} does not exist")
+        if allow_empty and not basename:
+            raise StoreError("an empty store needs its basename")
+        self.allow_empty = allow_empty
         self.basename = basename or self._guess_basename()
         self.index_path = self.directory / f"{self.basename}.index"
-        self._cond = asyncio.Condition()
+        self._changed: asyncio.Future[None] | None = None  # resolved at the next change
         self._version = 0
         self._heads: dict[str, FileHead] = {}
         self._state_cache: tuple[str, int, BinlogState] | None = None
@@ -112,6 +122,8 @@ class BinlogStore:
         # bumped by anything that rewrites bytes already in a file (a torn tail truncated on recovery):
         # part of FrameCache keys, which otherwise rely on files being append-only
         self.generation = 0
+        self._published: tuple[str, int] | None = None  # (active file, committed end) when binlogd writes
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.files()  # fail early on an unusable directory
 
     # --- inventory ---------------------------------------------------------------------------------
@@ -141,7 +153,7 @@ class BinlogStore:
                 if (m := _NUMBERED.match(p.name)) and m["base"] == self.basename
             ]
             names = [n for _, n in sorted(found)]
-        if not names:
+        if not names and not self.allow_empty:
             raise StoreError(f"no binlog files named {self.basename}.NNNNNN in {self.directory}")
         return names
 
@@ -152,7 +164,10 @@ class BinlogStore:
         return name in self.files()
 
     def active(self) -> str:
-        return self.files()[-1]
+        names = self.files()
+        if not names:
+            raise StoreError("Binary log is not open")
+        return names[-1]
 
     def next_file(self, name: str) -> str | None:
         names = self.files()
@@ -163,7 +178,10 @@ class BinlogStore:
         return names[i + 1] if i + 1 < len(names) else None
 
     def end_of(self, name: str) -> int:
-        """Readable end of a file: everything for closed files; whole events only for the active one."""
+        """Readable end of a file: its size, or the committed end of the file binlogd is writing."""
+        pub = self._published
+        if pub is not None and pub[0] == name:
+            return pub[1]
         try:
             size = self.path(name).stat().st_size
         except FileNotFoundError:
@@ -250,19 +268,45 @@ class BinlogStore:
         return state
 
     # --- change notification --------------------------------------------------------------------------
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop whose dump streams `publish()` wakes (a writer thread publishes from outside it)."""
+        self._loop = loop
+
+    def publish(self, name: str, end: int) -> None:
+        """Make `name` up to `end` readable (binlogd's writer, after a commit) and wake waiting dumps.
+
+        Thread-safe: called from the writer's thread; the wake-up is scheduled on the bound loop.
+        """
+        self._published = (name, end)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._bump)
+
+    def forget(self, names: list[str]) -> None:
+        """Drop cached heads of purged files."""
+        for n in names:
+            self._heads.pop(n, None)
+
+    def _bump(self) -> None:
+        """Record a change and wake every waiter (on the loop's thread)."""
+        self._version += 1
+        fut, self._changed = self._changed, None
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
     async def notify(self) -> None:
         """Wake every waiting dump stream (called by sources after an append or a rotation)."""
-        async with self._cond:
-            self._version += 1
-            self._cond.notify_all()
+        self._bump()
 
     async def wait_change(self, version: int, timeout: float | None) -> int:
         """Wait until the store changed after `version` (or timeout); return the current version."""
-        async with self._cond:
-            if self._version == version:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._cond.wait_for(lambda: self._version != version), timeout)
-            return self._version
+        if self._version == version:
+            if self._changed is None:
+                self._changed = asyncio.get_running_loop().create_future()
+            with contextlib.suppress(TimeoutError):
+                # shielded: one waiter's timeout must not cancel the future the others wait on
+                await asyncio.wait_for(asyncio.shield(self._changed), timeout)
+        return self._version
 
     @property
     def version(self) -> int:

@@ -1,0 +1,294 @@
+"""The one writer of binlogd's own binlog directory (standalone and relay modes).
+
+Owns the active file, the index and durability: bytes are appended with `write()`, become visible to dump streams
+only at `commit()` (a group end), and a crash is repaired by `recover()`, which truncates a torn event and any
+event group the crash interrupted, so nothing half-written is ever served. Every method does blocking file I/O:
+call them from one worker thread (never on the event loop), one call at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+from protocol.checksum import crc_ok
+from protocol.constants import (
+    BIN_LOG_HEADER_SIZE,
+    BINLOG_CHECKSUM_ALG_CRC32,
+    BINLOG_MAGIC,
+    CRC_LEN,
+    FLAGS_OFFSET,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    HEADER_LEN,
+    LOG_EVENT_BINLOG_IN_USE_F,
+    MAX_EVENT_SIZE,
+)
+from protocol.groups import GroupTracker
+from protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
+
+from .store import BinlogStore
+
+log = logging.getLogger("binlogd.writer")
+
+_FDE_FLAGS_AT = BIN_LOG_HEADER_SIZE + FLAGS_OFFSET  # the FDE's header flags byte in a file
+
+
+class BinlogWriteError(Exception):
+    """The directory cannot be written as a binlog (bad existing files, I/O errors)."""
+
+
+@dataclass
+class RecoveryReport:
+    file: str | None = None  # the active file after recovery (None: empty directory)
+    truncated_from: int | None = None  # where bytes were cut, when some were
+    truncated_bytes: int = 0
+    dropped_file: str | None = None  # an active file without a whole header, removed
+    last_end: int = 0  # end of the active file
+    checksum_alg: int = BINLOG_CHECKSUM_ALG_CRC32
+    state: BinlogState = field(default_factory=BinlogState)  # GTID state at the end of the binlog
+
+
+class BinlogWriter:
+    def __init__(self, directory: Path, basename: str, sync_binlog: int = 0) -> None:
+        if not basename or "/" in basename:
+            raise BinlogWriteError(f"bad binlog basename {basename!r}")
+        if sync_binlog < 0:
+            raise BinlogWriteError("sync_binlog must be >= 0")
+        self.directory = Path(directory)
+        self.basename = basename
+        self.sync_binlog = sync_binlog
+        self.index_path = self.directory / f"{basename}.index"
+        self._names: list[str] = []
+        self._fd: int | None = None
+        self._end = 0  # write position (includes uncommitted bytes)
+        self._committed = 0
+        self._commits_since_sync = 0
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise BinlogWriteError(f"cannot create binlog directory {self.directory}: {e.strerror}") from e
+        self.store = BinlogStore(self.directory, basename, allow_empty=True)
+
+    # --- inventory -----------------------------------------------------------------------------------
+    def files(self) -> list[str]:
+        return list(self._names)
+
+    @property
+    def active(self) -> str | None:
+        return self._names[-1] if self._names else None
+
+    @property
+    def end(self) -> int:
+        return self._end
+
+    @property
+    def committed(self) -> int:
+        return self._committed
+
+    def _write_index(self, names: list[str]) -> None:
+        tmp = self.index_path.with_suffix(".index_tmp")
+        with open(tmp, "w") as f:
+            f.writelines(f"./{n}\n" for n in names)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.index_path)
+        dfd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        self._names = list(names)
+
+    # --- recovery ------------------------------------------------------------------------------------
+    def recover(self) -> RecoveryReport:
+        """Open the existing binlog for appending, cutting what a crash left half-written."""
+        rep = RecoveryReport()
+        names = self.store.files()  # the index, or the numbered files when there is none
+        if names and not self.index_path.exists():
+            self._write_index(names)
+        for n in names:
+            if not (self.directory / n).is_file():
+                raise BinlogWriteError(f"{n} is listed in {self.index_path.name} but missing")
+        while names:
+            name = names[-1]
+            path = self.directory / name
+            data = path.read_bytes()
+            header_end = self._whole_header_end(data)
+            if header_end is None:
+                # crashed while creating the file: nothing in it was ever published
+                log.warning("recovery: %s has no whole format description event; removing it", name)
+                path.unlink()
+                names.pop()
+                rep.dropped_file = name
+                self._write_index(names)
+                continue
+            alg = fde_checksum_alg(data[BIN_LOG_HEADER_SIZE:header_end])
+            good, state = self._scan_groups(data, header_end, alg)
+            if good < len(data):
+                log.warning("recovery: truncating %s at %d (%d bytes of a torn event or an unfinished group)",
+                            name, good, len(data) - good)
+                with open(path, "r+b") as f:
+                    f.truncate(good)
+                    f.flush()
+                    os.fsync(f.fileno())
+                rep.truncated_from, rep.truncated_bytes = good, len(data) - good
+            rep.file, rep.last_end, rep.checksum_alg, rep.state = name, good, alg, state
+            break
+        self._names = names
+        if names:
+            self._open_active(rep.last_end)
+        return rep
+
+    @staticmethod
+    def _whole_header_end(data: bytes) -> int | None:
+        """End of the FDE when the file starts with magic and a whole, valid FDE."""
+        if len(data) < BIN_LOG_HEADER_SIZE + HEADER_LEN or data[:4] != BINLOG_MAGIC:
+            return None
+        length = int.from_bytes(data[BIN_LOG_HEADER_SIZE + 9 : BIN_LOG_HEADER_SIZE + 13], "little")
+        end = BIN_LOG_HEADER_SIZE + length
+        if data[BIN_LOG_HEADER_SIZE + 4] != FORMAT_DESCRIPTION_EVENT or length < HEADER_LEN or end > len(data):
+            return None
+        try:
+            alg = fde_checksum_alg(data[BIN_LOG_HEADER_SIZE:end])
+        except BinlogFormatError:
+            return None
+        if alg == BINLOG_CHECKSUM_ALG_CRC32 and not crc_ok(data[BIN_LOG_HEADER_SIZE:end]):
+            return None
+        return end
+
+    @staticmethod
+    def _scan_groups(data: bytes, start: int, alg: int) -> tuple[int, BinlogState]:
+        """End of the last whole group (every event's length and CRC checked) and the GTID state there."""
+        crc = CRC_LEN if alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
+        tracker = GroupTracker()
+        state = BinlogState()
+        pending: Gtid | None = None  # the GTID of the group being read
+        p, n, good = start, len(data), start
+        mv = memoryview(data)
+        while n - p >= HEADER_LEN:
+            length = int.from_bytes(data[p + 9 : p + 13], "little")
+            if length < HEADER_LEN + crc or length > MAX_EVENT_SIZE or p + length > n:
+                break
+            if crc and not crc_ok(mv[p : p + length]):
+                break
+            typ = data[p + 4]
+            if typ == GTID_LIST_EVENT:
+                try:
+                    gl, _ = peek_gtid_list(data, p, p + length - crc)
+                except ValueError:
+                    break
+                state.load(gl)
+            elif typ == GTID_EVENT:
+                try:
+                    d, s, q, _ = peek_gtid(data, p)
+                except ValueError:
+                    break
+                pending = Gtid(d, s, q)
+            if tracker.feed(data, p, p + length, crc):
+                good = p + length
+                if pending is not None:
+                    state.update(pending)
+                    pending = None
+            p += length
+        return good, state
+
+    # --- writing -------------------------------------------------------------------------------------
+    def _open_active(self, end: int) -> None:
+        name = self._names[-1]
+        self._fd = os.open(self.directory / name, os.O_WRONLY)
+        os.lseek(self._fd, end, os.SEEK_SET)
+        self._end = self._committed = end
+        # the active file carries the in-use flag until it is closed (a crash leaves it set, as MariaDB's does)
+        os.pwrite(self._fd, bytes((self._fde_flags(name) | LOG_EVENT_BINLOG_IN_USE_F,)), _FDE_FLAGS_AT)
+        self.store.publish(name, end)
+
+    def _fde_flags(self, name: str) -> int:
+        with open(self.directory / name, "rb") as f:
+            f.seek(_FDE_FLAGS_AT)
+            return f.read(1)[0]
+
+    def _close_active(self) -> None:
+        if self._fd is None:
+            return
+        self.discard()
+        name = self._names[-1]
+        os.pwrite(self._fd, bytes((self._fde_flags(name) & ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF,)), _FDE_FLAGS_AT)
+        os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+
+    def start_file(self, name: str, header: bytes) -> None:
+        """Close the active file and start `name` with magic + `header` (its FDE first); committed at once."""
+        if name in self._names or "/" in name or not name.startswith(f"{self.basename}."):
+            raise BinlogWriteError(f"cannot start binlog file {name!r}")
+        if len(header) < HEADER_LEN or header[4] != FORMAT_DESCRIPTION_EVENT:
+            raise BinlogWriteError("a binlog file must start with a format description event")
+        self._close_active()
+        first = bytearray(BINLOG_MAGIC + header)
+        first[_FDE_FLAGS_AT] |= LOG_EVENT_BINLOG_IN_USE_F  # outside the FDE's CRC by the checksum rule
+        path = self.directory / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+        try:
+            _write_all(fd, first)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self._end = self._committed = len(first)
+        self._write_index([*self._names, name])
+        self.store.publish(name, self._end)
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        """Append whole events (not yet visible to dumps); return the new end."""
+        if self._fd is None:
+            raise BinlogWriteError("no active binlog file")
+        _write_all(self._fd, data)
+        self._end += len(data)
+        return self._end
+
+    def commit(self) -> None:
+        """Make everything written so far durable (per sync_binlog) and visible; wake waiting dumps."""
+        if self._fd is None or self._end == self._committed:
+            return
+        if self.sync_binlog:
+            self._commits_since_sync += 1
+            if self._commits_since_sync >= self.sync_binlog:
+                os.fdatasync(self._fd)
+                self._commits_since_sync = 0
+        self._committed = self._end
+        self.store.publish(self._names[-1], self._end)
+
+    def discard(self) -> None:
+        """Drop bytes written since the last commit."""
+        if self._fd is not None and self._end != self._committed:
+            os.ftruncate(self._fd, self._committed)
+            os.lseek(self._fd, self._committed, os.SEEK_SET)
+            self._end = self._committed
+
+    def purge(self, names: list[str]) -> None:
+        """Delete `names`, which must be the oldest files and not the active one."""
+        if not names:
+            return
+        if names != self._names[: len(names)] or len(names) >= len(self._names):
+            raise BinlogWriteError("only the oldest, inactive binlog files can be purged")
+        self._write_index(self._names[len(names) :])
+        self.store.forget(names)
+        for n in names:
+            (self.directory / n).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Clear the in-use flag of the active file (a clean shutdown); uncommitted bytes are dropped."""
+        self._close_active()
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    mv = memoryview(data)
+    while mv:
+        n = os.write(fd, mv)
+        mv = mv[n:]

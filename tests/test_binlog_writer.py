@@ -1,0 +1,192 @@
+"""The shared binlog writer: commit visibility, rotation, purge, crash recovery (server/binlog_writer.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from protocol.binlog_file import scan, verify
+from protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, GTID_EVENT, LOG_EVENT_BINLOG_IN_USE_F
+from protocol.groups import GroupTracker, last_group_end
+from protocol.gtid import Gtid, peek_gtid
+from server.binlog_writer import BinlogWriteError, BinlogWriter
+from server.demo import demo_files
+
+DEMO = demo_files()
+NAMES = sorted(n for n in DEMO if not n.endswith(".index"))
+
+
+def groups_of(data: bytes) -> tuple[bytes, list[bytes]]:
+    """(FDE, [each group's bytes]) of a whole file image, split by the test's own walk over event lengths."""
+    res = scan(data)
+    fde = res.events[0]
+    tracker = GroupTracker()
+    groups, start = [], fde.end
+    for ev in res.events[1:]:
+        if tracker.feed(data, ev.pos, ev.end):
+            groups.append(data[start : ev.end])
+            start = ev.end
+    assert start == len(data), "demo files end on a group boundary"
+    return data[BIN_LOG_HEADER_SIZE : fde.end], groups
+
+
+def write_demo(w: BinlogWriter) -> None:
+    for name in NAMES:
+        fde, groups = groups_of(DEMO[name])
+        w.start_file(name, fde)
+        for g in groups:
+            w.write(g)
+            w.commit()
+
+
+def in_use(path: Path) -> bool:
+    return bool(path.read_bytes()[BIN_LOG_HEADER_SIZE + FLAGS_OFFSET] & LOG_EVENT_BINLOG_IN_USE_F)
+
+
+def test_files_are_byte_identical_to_the_source_and_flag_cleared_on_close(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    assert w.recover().file is None
+    write_demo(w)
+    assert not in_use(tmp_path / NAMES[0]), "rotation closes the previous file"
+    assert in_use(tmp_path / NAMES[-1]), "the active file carries the in-use flag"
+    w.close()
+    for name in NAMES:
+        assert (tmp_path / name).read_bytes() == DEMO[name]
+        assert verify((tmp_path / name).read_bytes()).crc_failures == []
+    assert (tmp_path / "mysql-bin.index").read_text() == "".join(f"./{n}\n" for n in NAMES)
+
+
+def test_mariadb_binlog_reads_the_files(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    write_demo(w)
+    out = subprocess.run(["mariadb-binlog", str(tmp_path / NAMES[-1])], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "End of log file" in out.stdout
+
+
+def test_uncommitted_bytes_are_invisible_and_discard_drops_them(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    fde, groups = groups_of(DEMO[NAMES[0]])
+    w.start_file(NAMES[0], fde)
+    base = w.end
+    assert w.store.end_of(NAMES[0]) == base
+    w.write(groups[0][:10])
+    assert w.store.end_of(NAMES[0]) == base, "half a group is not readable"
+    w.discard()
+    assert os.path.getsize(tmp_path / NAMES[0]) == base
+    w.write(groups[0])
+    w.commit()
+    assert w.store.end_of(NAMES[0]) == base + len(groups[0])
+
+
+async def test_commit_from_a_thread_wakes_waiting_dumps(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    w.store.bind_loop(asyncio.get_running_loop())
+    fde, groups = groups_of(DEMO[NAMES[0]])
+    await asyncio.to_thread(w.start_file, NAMES[0], fde)
+    v = w.store.version
+    waiter = asyncio.create_task(w.store.wait_change(v, 30))
+    await asyncio.sleep(0)
+
+    def append() -> None:
+        w.write(groups[0])
+        w.commit()
+
+    threading.Thread(target=append).start()
+    assert await asyncio.wait_for(waiter, 10) != v
+
+
+def test_recovery_truncates_torn_event_and_unfinished_group(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    write_demo(w)
+    last = tmp_path / NAMES[-1]
+    whole = last.read_bytes()
+    # a crash in the middle of a transaction: its GTID and first events were written, the rest was not
+    _, groups = groups_of(DEMO[NAMES[0]])
+    txn = next(g for g in groups if g[4] == GTID_EVENT and not g[19 + 12] & 1)
+    partial = txn[: len(txn) - 7]
+    with open(last, "ab") as f:
+        f.write(partial)
+    del w  # kill -9: no close
+    w2 = BinlogWriter(tmp_path, "mysql-bin")
+    rep = w2.recover()
+    assert rep.file == NAMES[-1]
+    assert rep.truncated_from == len(whole) and rep.truncated_bytes == len(partial)
+    assert last.read_bytes()[len(whole) :] == b""
+    # the state is the last whole group's GTID, computed here from the file by the test's own walk
+    gtids = [peek_gtid(whole, e.pos)[:3] for e in scan(whole).events if e.type_code == GTID_EVENT]
+    d, s, n = gtids[-1]
+    assert rep.state.last(d) == Gtid(d, s, n)
+    # the writer continues where the whole groups end
+    w2.write(txn)
+    w2.commit()
+    w2.close()
+    assert last_group_end(last.read_bytes(), scan(last.read_bytes()).events[0].end) == len(whole) + len(txn)
+    assert verify(last.read_bytes()).crc_failures == []
+
+
+def test_recovery_cuts_at_a_corrupt_crc(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    write_demo(w)
+    last = tmp_path / NAMES[-1]
+    data = bytearray(last.read_bytes())
+    fde_end = scan(data).events[0].end
+    _, groups = groups_of(bytes(data))
+    cut = fde_end + len(groups[0])
+    data[cut + 30] ^= 0xFF  # a sector of garbage inside the second group
+    last.write_bytes(bytes(data))
+    rep = BinlogWriter(tmp_path, "mysql-bin").recover()
+    assert rep.truncated_from == cut
+    assert len(last.read_bytes()) == cut
+
+
+def test_recovery_drops_a_file_without_a_whole_header(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    write_demo(w)
+    w.close()
+    nxt = "mysql-bin.000003"
+    (tmp_path / nxt).write_bytes(DEMO[NAMES[0]][:40])  # crashed while writing the FDE
+    (tmp_path / "mysql-bin.index").write_text("".join(f"./{n}\n" for n in [*NAMES, nxt]))
+    w2 = BinlogWriter(tmp_path, "mysql-bin")
+    rep = w2.recover()
+    assert rep.dropped_file == nxt and rep.file == NAMES[-1]
+    assert not (tmp_path / nxt).exists()
+    assert w2.files() == NAMES
+
+
+def test_purge_only_oldest_inactive_files(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    write_demo(w)
+    with pytest.raises(BinlogWriteError):
+        w.purge([NAMES[-1]])
+    with pytest.raises(BinlogWriteError):
+        w.purge(list(NAMES))
+    w.purge([NAMES[0]])
+    assert w.files() == NAMES[1:] and not (tmp_path / NAMES[0]).exists()
+    assert w.store.files() == NAMES[1:]
+
+
+def test_start_file_refuses_bad_names_and_headers(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    fde, _ = groups_of(DEMO[NAMES[0]])
+    for bad in ("other.000001", "mysql-bin.000001/x"):
+        with pytest.raises(BinlogWriteError):
+            w.start_file(bad, fde)
+    with pytest.raises(BinlogWriteError):
+        w.start_file(NAMES[0], b"\0" * 40)
+    w.start_file(NAMES[0], fde)
+    with pytest.raises(BinlogWriteError):
+        w.start_file(NAMES[0], fde)
