@@ -5,8 +5,9 @@ BIN      = $(VENV)/bin
 PORT    ?= 3307
 SERVER_ID ?= 1
 BINLOG_DIR ?= $(CURDIR)/var/demo-binlogs
+DATADIR ?= $(CURDIR)/var
 
-.PHONY: run test deps mariadb lint bench clean
+.PHONY: run run-demo test deps mariadb java lint bench clean
 
 # Debian's python3 needs python3-venv for `python3 -m venv` (root on Debian 12, as in CI).
 $(BIN)/python:
@@ -30,18 +31,33 @@ mariadb:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq mariadb-server mariadb-client; }
 
-# The main job. Until the standalone writer exists (issue 3) this serves a demo binlog directory
-# (a copy of the MariaDB 10.11 oracle binlogs, or the files you put in $(BINLOG_DIR)).
+# The main job: a standalone primary on $(DATADIR). Clients write SQL, binlogd logs every change in statement
+# format, replicas apply it (docs/standalone.md). `make run-demo` serves a demo binlog directory read-only instead.
 run: deps
+	@echo "binlogd: standalone primary on 127.0.0.1:$(PORT) (server_id $(SERVER_ID)), binlog in $(DATADIR)."
+	@echo "  write:    mariadb -h127.0.0.1 -P$(PORT) -uroot -e \"CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO shop.t VALUES (1,'hello')\""
+	@echo "  look:     mariadb -h127.0.0.1 -P$(PORT) -uroot -e 'SHOW BINARY LOGS; SHOW BINLOG EVENTS'"
+	@echo "  replica:  on a MariaDB 10.11 replica (another server_id): CHANGE MASTER TO MASTER_HOST='127.0.0.1',"
+	@echo "            MASTER_PORT=$(PORT), MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos; START SLAVE;"
+	@echo "  (SET skip_replication=1 in a writing session flags its events; a replica with"
+	@echo "   replicate_events_marked_for_skip=FILTER_ON_MASTER does not get them.)"
+	$(BIN)/binlogd serve --datadir $(DATADIR) --port $(PORT) --server-id $(SERVER_ID)
+
+run-demo: deps
 	@[ -e $(BINLOG_DIR)/mysql-bin.index ] || $(BIN)/binlogd demo-dir $(BINLOG_DIR)
-	@echo "binlogd on 127.0.0.1:$(PORT) (server_id $(SERVER_ID)), serving $(BINLOG_DIR). Try:"
+	@echo "binlogd on 127.0.0.1:$(PORT) (server_id $(SERVER_ID)), serving $(BINLOG_DIR) read-only. Try:"
 	@echo "  mariadb -h127.0.0.1 -P$(PORT) -uroot -e 'SHOW BINARY LOGS; SHOW BINLOG EVENTS'"
 	@echo "  mariadb-binlog --read-from-remote-server -h127.0.0.1 -P$(PORT) -uroot --to-last-log mysql-bin.000001"
-	@echo "  on a MariaDB replica: CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$(PORT), MASTER_USER='root',"
-	@echo "    MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos; START SLAVE;"
 	$(BIN)/binlogd serve --binlog-dir $(BINLOG_DIR) --port $(PORT) --server-id $(SERVER_ID)
 
-test: deps mariadb
+# Java for the Spark audit (spark_analytics/, tests/test_audit.py): apt-get only when `java` is missing.
+java:
+	@command -v java >/dev/null || { \
+	  echo "installing openjdk-17-jre-headless"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless; }
+
+test: deps mariadb java
 	$(BIN)/ruff check protocol server applier spark_analytics tests benchmarks
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 

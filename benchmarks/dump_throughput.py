@@ -87,15 +87,17 @@ FDE_FLAGS_BYTE = BIN_LOG_HEADER_SIZE + FLAGS_OFFSET  # file offset of the FDE's 
 COMPARE_CHUNK = 4 << 20
 NOISY_SHARE = 0.1  # warn when other processes used more than this share of the machine during a reported run
 
-TARGETS = ("mariadb", "binlogd", "binlogd-compat", "binlogd-alt")
-DEFAULT_TARGETS = TARGETS[:3]  # + binlogd-alt when --binlogd-tree is given
+TARGETS = ("mariadb", "binlogd", "binlogd-compat", "binlogd-ledger", "binlogd-alt")
+DEFAULT_TARGETS = TARGETS[:4]  # + binlogd-alt when --binlogd-tree is given
 TARGET_LABELS = {
     "mariadb": "MariaDB 10.11",
     "binlogd": "binlogd",
     "binlogd-compat": "binlogd --compat mariadb",
+    "binlogd-ledger": "binlogd --ledger DIR",
     "binlogd-alt": "binlogd from --binlogd-tree",
 }
-SHORT_LABELS = {"mariadb": "MariaDB", "binlogd": "binlogd", "binlogd-compat": "compat", "binlogd-alt": "alt tree"}
+SHORT_LABELS = {"mariadb": "MariaDB", "binlogd": "binlogd", "binlogd-compat": "compat",
+                "binlogd-ledger": "ledger on", "binlogd-alt": "alt tree"}
 LAUNCHER = "benchmarks._binlogd_launcher"
 
 # ---- workload ------------------------------------------------------------------------------------------
@@ -768,6 +770,8 @@ def start_binlogd(bs: BinlogSet, key: str, tree: Path | None, log_path: Path, pr
     args = ["--binlog-dir", str(bs.directory), "--server-id", "2", "--basename", BASENAME]
     if key == "binlogd-compat":
         args += ["--compat", "mariadb"]
+    if key == "binlogd-ledger":  # the audit ledger's cost: same server, ledger written next to its log
+        args += ["--ledger", str(log_path.parent / "ledger")]
     env = {}
     if key == "binlogd-alt":
         if tree is None:
@@ -829,6 +833,13 @@ def summarize(results: list[RunResult], keys: Sequence[str], client_counts: Sequ
                 }
                 for k, r in best.items()
                 if k != "mariadb"
+            }
+        if "binlogd" in best and "binlogd-ledger" in best:  # the audit ledger's cost (budget: at most 10 %)
+            on, off = best["binlogd-ledger"], best["binlogd"]
+            entry["ledger_on_vs_off"] = {
+                "agg_events_per_s": round(on.agg_events_per_s / off.agg_events_per_s, 3),
+                "server_us_per_event": round(on.server_us_per_event / off.server_us_per_event, 3)
+                if off.server_us_per_event else None,
             }
         summary[str(c)] = entry
     return summary
@@ -1066,6 +1077,11 @@ def _print_summary(summary: dict[str, Any], client_counts: Sequence[int], consol
                 f"{entry['mariadb']['agg_mb_per_s']:.1f}), server CPU {entry[k]['server_cpu_s']:.2f} s vs "
                 f"{entry['mariadb']['server_cpu_s']:.2f} s"
             )
+        cost = entry.get("ledger_on_vs_off")
+        if cost:
+            on, off = entry["binlogd-ledger"]["agg_events_per_s"], entry["binlogd"]["agg_events_per_s"]
+            console.print(f"{c} client(s): ledger on / off = {cost['agg_events_per_s']:.3f}x events/s "
+                          f"({on:,} vs {off:,}), {cost['server_us_per_event']}x server µs/event")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import os
 import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -177,6 +178,7 @@ class ReplicationClient:
         self._closed = False
         self.handshake: ServerHandshake | None = None
         self.checksum_alg_before_fd = BINLOG_CHECKSUM_ALG_OFF  # what SELECT @master_binlog_checksum said
+        self._alg = BINLOG_CHECKSUM_ALG_OFF  # the checksum algorithm of the events being received
 
     # ---- connection -------------------------------------------------------------------------------
 
@@ -187,7 +189,9 @@ class ReplicationClient:
             async with asyncio.timeout(cfg.connect_timeout):
                 reader, writer = await asyncio.open_connection(cfg.host, cfg.port, limit=STREAM_LIMIT)
         except (OSError, TimeoutError) as e:
-            raise ReplicationError(CR_CONN_HOST_ERROR, f"cannot connect to {cfg.host}:{cfg.port}: {e!r}") from None
+            # Connector/C's text, as a 10.11 replica shows it in Last_IO_Error
+            why = f'{e.errno} "{os.strerror(e.errno)}"' if isinstance(e, OSError) and e.errno else "timeout"
+            raise ReplicationError(CR_CONN_HOST_ERROR, f"Can't connect to server on '{cfg.host}' ({why})") from None
         client = cls(cfg, reader, writer)
         try:
             async with asyncio.timeout(cfg.connect_timeout):
@@ -373,10 +377,17 @@ class ReplicationClient:
         Events before the first FDE (the fake Rotate) are checked with the algorithm the server reported,
         every FDE with its own, everything else with the current FDE's, as the 10.11 IO thread does.
         """
+        async for batch in self.batches():
+            for ev in batch:
+                yield ev
+
+    async def batches(self) -> AsyncIterator[list[bytes]]:
+        """`events()` in lists: every whole event already received, so a consumer pays its per-item costs
+        (queues, thread hops) per socket read rather than per event. A list is never empty."""
         if not self._dumping:
             raise ReplicationError(CR_SERVER_LOST, "start_dump() first")
         timeout = self.cfg.dump_read_timeout()
-        alg = self.checksum_alg_before_fd
+        self._alg = self.checksum_alg_before_fd
         try:
             while True:
                 try:
@@ -384,24 +395,43 @@ class ReplicationClient:
                         p = await self._read_packet()
                 except TimeoutError:
                     raise ReplicationError(CR_SERVER_LOST, f"no event or heartbeat for {timeout} s") from None
-                if p[:1] == b"\xff":
-                    raise self._err(p)
-                if _is_eof(p):
+                batch: list[bytes] = []
+                try:
+                    while p is not None:
+                        if p[:1] == b"\xff":
+                            raise self._err(p)
+                        if _is_eof(p):
+                            break
+                        batch.append(self._checked_event(p))
+                        try:
+                            p = self._packets.next_packet()  # already buffered: no await, no timer
+                        except PacketError as e:
+                            raise ReplicationError(CR_MALFORMED_PACKET, str(e)) from None
+                except ReplicationError:
+                    if batch:  # what came before the error is valid: deliver it first
+                        yield batch
+                    raise
+                if batch:
+                    yield batch
+                if p is not None:  # EOF of a non-blocking dump
                     return
-                if p[:1] != b"\x00" or len(p) < 1 + HEADER_LEN:
-                    raise ReplicationError(CR_MALFORMED_PACKET, f"unexpected packet in dump stream ({len(p)} bytes)")
-                ev = p[1:]
-                check = alg
-                if ev[4] == FORMAT_DESCRIPTION_EVENT:
-                    try:
-                        alg = check = fde_checksum_alg(ev)
-                    except BinlogFormatError as e:
-                        raise ReplicationError(CR_MALFORMED_PACKET, str(e), fatal=True) from None
-                if check == BINLOG_CHECKSUM_ALG_CRC32 and not crc_ok(ev):
-                    stored = int.from_bytes(ev[-CRC_LEN:], "little") if len(ev) >= CRC_LEN else None
-                    raise ReplicationError(ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
-                                           f"event checksum mismatch (type {ev[4]}, log_pos "
-                                           f"{int.from_bytes(ev[13:17], 'little')}, stored crc {stored})")
-                yield ev
         finally:
             await self.close()
+
+    def _checked_event(self, p: bytes) -> bytes:
+        """The event in a dump packet, its CRC verified (and the checksum algorithm followed across FDEs)."""
+        if p[:1] != b"\x00" or len(p) < 1 + HEADER_LEN:
+            raise ReplicationError(CR_MALFORMED_PACKET, f"unexpected packet in dump stream ({len(p)} bytes)")
+        ev = p[1:]
+        check = self._alg
+        if ev[4] == FORMAT_DESCRIPTION_EVENT:
+            try:
+                self._alg = check = fde_checksum_alg(ev)
+            except BinlogFormatError as e:
+                raise ReplicationError(CR_MALFORMED_PACKET, str(e), fatal=True) from None
+        if check == BINLOG_CHECKSUM_ALG_CRC32 and not crc_ok(ev):
+            stored = int.from_bytes(ev[-CRC_LEN:], "little") if len(ev) >= CRC_LEN else None
+            raise ReplicationError(ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
+                                   f"event checksum mismatch (type {ev[4]}, log_pos "
+                                   f"{int.from_bytes(ev[13:17], 'little')}, stored crc {stored})")
+        return ev

@@ -89,6 +89,7 @@ from protocol.events import (
     parse_event,
     parse_header,
 )
+from protocol.tables_info import TABLES_INFO_EVENT, TABLES_INFO_NAME, format_tables, parse_tables_info
 
 # MySQL types MariaDB's reader turns into Ignorable_log_event even without the IGNORABLE flag.
 _MYSQL_IGNORED: Final = frozenset(
@@ -466,6 +467,12 @@ def _info(header: EventHeader, body: object) -> bytes:
     raise EventDecodeError(f"Found invalid event in binary log (type {header.type_code})")
 
 
+def _tables_info_info(event: bytes | bytearray | memoryview, checksum_alg: int) -> bytes:
+    """binlogd's own ignorable event: Info lists the tables like Table_map does, `db`.`t1`, `db`.`t2`."""
+    end = len(event) - (CRC_LEN if checksum_alg == BINLOG_CHECKSUM_ALG_CRC32 else 0)
+    return format_tables(parse_tables_info(bytes(event[HEADER_LEN:end]))).encode("utf-8")
+
+
 def describe_raw(
     event: bytes | bytearray | memoryview, checksum_alg: int, *, number_of_event_types: int = LOG_EVENT_TYPES
 ) -> tuple[str, bytes]:
@@ -476,6 +483,8 @@ def describe_raw(
     code = header.type_code
     if code > number_of_event_types and code != FORMAT_DESCRIPTION_EVENT:
         raise EventDecodeError(f"event type {code} is beyond the {number_of_event_types} types of the FDE")
+    if code == TABLES_INFO_EVENT and header.flags & LOG_EVENT_IGNORABLE_F:
+        return TABLES_INFO_NAME, _tables_info_info(event, checksum_alg)
     if header.flags & LOG_EVENT_IGNORABLE_F or code in _MYSQL_IGNORED:
         known_algs = (BINLOG_CHECKSUM_ALG_OFF, BINLOG_CHECKSUM_ALG_CRC32, BINLOG_CHECKSUM_ALG_UNDEF)
         if code != FORMAT_DESCRIPTION_EVENT and checksum_alg not in known_algs:

@@ -9,7 +9,7 @@ import signal
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.server import MysqlServer
@@ -21,8 +21,13 @@ from protocol.packets import err_packet
 from .auth import BinlogdIdentityProvider
 from .connection import ReplicationConnection, ReplicationSession
 from .decision import Compat
-from .primary import Primary
+from .ledger import DEFAULT_MAX_SIZE, Ledger
+from .primary import VERSION, Primary
+from .relay.upstream import UpstreamConfig, UpstreamRelay
 from .store import BinlogStore, DirectoryWatcher
+
+if TYPE_CHECKING:
+    from .standalone.source import StandaloneSource
 
 log = logging.getLogger("binlogd")
 
@@ -38,6 +43,13 @@ class ServeConfig:
     basename: str | None = None
     gtid_domain_id: int = 0
     max_connections: int = 1000
+    ledger_dir: Path | None = None  # the audit ledger (docs/ledger.md); None: off
+    ledger_max_size: int = DEFAULT_MAX_SIZE
+    upstream: UpstreamConfig | None = None  # relay mode: binlog_dir is the datadir the relay writes
+    sync_binlog: int = 0
+    standalone: bool = False  # standalone mode: binlog_dir is the datadir binlogd writes client statements into
+    max_binlog_size: int = 1 << 30  # standalone: rotate once a file reaches this size
+    tables_info: bool = False  # standalone: --binlog-with-tables-info (docs/tables-info.md)
 
 
 class SafeStream:
@@ -126,17 +138,64 @@ class BinlogdServer(MysqlServer):
 
 
 async def serve(cfg: ServeConfig, ready: asyncio.Event | None = None) -> None:
-    store = BinlogStore(cfg.binlog_dir, cfg.basename)
+    # first, so that a bad --ledger stops the server before anything else starts (file I/O: in a thread)
+    ledger = await asyncio.to_thread(Ledger.open, cfg.ledger_dir, cfg.ledger_max_size) if cfg.ledger_dir else None
+    try:
+        await _serve(cfg, ledger, ready)
+    finally:
+        if ledger is not None:
+            await asyncio.to_thread(ledger.close)  # after the dumps' close records
+
+
+def _tables_info_args(on: bool) -> dict[str, Any]:
+    """--binlog-with-tables-info: the logger's hook and the FDE table declaring the event type."""
+    if not on:
+        return {}
+    from protocol.tables_info import declare_post_header_lengths, tables_info_hook
+
+    return {"tables_info": tables_info_hook, "post_header_lengths": declare_post_header_lengths()}
+
+
+async def _serve(cfg: ServeConfig, ledger: Ledger | None, ready: asyncio.Event | None) -> None:
+    relay: UpstreamRelay | None = None
+    standalone: StandaloneSource | None = None
+    if cfg.upstream is not None:
+        from .relay.service import open_relay
+
+        relay = await open_relay(cfg.upstream, cfg.binlog_dir, cfg.basename or "mysql-bin", cfg.sync_binlog)
+        store = relay.storage.w.store
+    elif cfg.standalone:
+        from .standalone.source import StandaloneConfig, StandaloneSource
+
+        standalone = StandaloneSource(StandaloneConfig(
+            datadir=cfg.binlog_dir, server_id=cfg.server_id, server_version=VERSION,
+            basename=cfg.basename or "mysql-bin", gtid_domain_id=cfg.gtid_domain_id,
+            max_binlog_size=cfg.max_binlog_size, sync_binlog=cfg.sync_binlog),
+            **_tables_info_args(cfg.tables_info))
+        store = await standalone.open()
+    else:
+        store = BinlogStore(cfg.binlog_dir, cfg.basename)
     primary = Primary(store, cfg.server_id, cfg.compat, cfg.gtid_domain_id)
+    if standalone is not None:
+        primary.standalone, standalone.server = standalone, primary
+        primary.max_binlog_size = cfg.max_binlog_size  # type: ignore[attr-defined]  # @@max_binlog_size
+        primary.binlog_format = "STATEMENT"  # type: ignore[attr-defined]
+    if ledger is not None:
+        ledger.start()
+        primary.ledger = ledger
+    if relay is not None:
+        primary.slave_status, primary.slave_control = relay.status.row, relay.control
     idp = BinlogdIdentityProvider.from_file(cfg.users_file) if cfg.users_file else BinlogdIdentityProvider.default()
     server = BinlogdServer(primary, idp, cfg.max_connections)
     watcher = DirectoryWatcher(store)
     await server.start_server(host=cfg.bind_address, port=cfg.port, reuse_address=True)
-    watcher.start()
+    if relay is None and standalone is None:
+        watcher.start()  # binlogd's own writer wakes dumps itself
     files = store.files()
-    log.info("binlogd %s serving %d binlog file(s) %s..%s from %s on %s:%d as server_id %d (%s policy)",
-             primary.version, len(files), files[0], files[-1], cfg.binlog_dir, cfg.bind_address, cfg.port,
-             cfg.server_id, cfg.compat.name.lower())
+    log.info("binlogd %s serving %d binlog file(s) %s..%s from %s on %s:%d as server_id %d (%s policy)%s",
+             primary.version, len(files), files[0] if files else "-", files[-1] if files else "-", cfg.binlog_dir,
+             cfg.bind_address, cfg.port, cfg.server_id, cfg.compat.name.lower(),
+             f", relaying {cfg.upstream.label}" if cfg.upstream else "")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -152,5 +211,11 @@ async def serve(cfg: ServeConfig, ready: asyncio.Event | None = None) -> None:
         for conn in list(server.connections.values()):
             conn.kill()
         await watcher.stop()
+        if relay is not None:
+            await relay.close()
+        if standalone is not None:
+            await standalone.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(server.wait_closed(), 5)
+        if ledger is not None:
+            await ledger.wait_connections_closed(5)  # the killed dumps' close records

@@ -128,7 +128,13 @@ class BinlogWriter:
                 self._write_index(names)
                 continue
             alg = fde_checksum_alg(data[BIN_LOG_HEADER_SIZE:header_end])
-            good, state = self._scan_groups(data, header_end, alg)
+            good, state, has_list = self._scan_groups(data, header_end, alg)
+            if not has_list and len(names) > 1:
+                # cut before its GTID_LIST: the state continues the previous file's
+                prev = names[-2]
+                base = self.store.gtid_state_at(prev, self.store.end_of(prev)) or BinlogState()
+                base.load(state.as_list())
+                state = base
             if good < len(data):
                 log.warning("recovery: truncating %s at %d (%d bytes of a torn event or an unfinished group)",
                             name, good, len(data) - good)
@@ -162,12 +168,14 @@ class BinlogWriter:
         return end
 
     @staticmethod
-    def _scan_groups(data: bytes, start: int, alg: int) -> tuple[int, BinlogState]:
-        """End of the last whole group (every event's length and CRC checked) and the GTID state there."""
+    def _scan_groups(data: bytes, start: int, alg: int) -> tuple[int, BinlogState, bool]:
+        """End of the last whole group (every event's length and CRC checked), the GTID state there, and whether
+        the file had a GTID_LIST (without one, the state is only this file's GTIDs)."""
         crc = CRC_LEN if alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
         tracker = GroupTracker()
         state = BinlogState()
         pending: Gtid | None = None  # the GTID of the group being read
+        has_list = False
         p, n, good = start, len(data), start
         mv = memoryview(data)
         while n - p >= HEADER_LEN:
@@ -183,6 +191,7 @@ class BinlogWriter:
                 except ValueError:
                     break
                 state.load(gl)
+                has_list = True
             elif typ == GTID_EVENT:
                 try:
                     d, s, q, _ = peek_gtid(data, p)
@@ -195,7 +204,7 @@ class BinlogWriter:
                     state.update(pending)
                     pending = None
             p += length
-        return good, state
+        return good, state, has_list
 
     # --- writing -------------------------------------------------------------------------------------
     def _open_active(self, end: int) -> None:

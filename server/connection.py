@@ -73,11 +73,16 @@ class ReplicationSession(BaseSession):
         self.username: str | None = None
         self.database: str | None = None
         self.state = SessionState()
+        self.handshake_collation = 45  # the client's collation id from its handshake (standalone Query events)
+        self.writes: Any = None  # standalone mode: this connection's WriteSession (server/standalone)
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         try:
-            # in a thread: SHOW BINLOG EVENTS, @@gtid_binlog_pos... read binlog files
-            result = await asyncio.to_thread(execute, sql, self.state, self.primary)
+            if self.writes is not None:  # standalone: writes become binlog events, the rest as below
+                result = await self.primary.standalone.execute(sql, self.state, self.writes)
+            else:
+                # in a thread: SHOW BINLOG EVENTS, @@gtid_binlog_pos... read binlog files
+                result = await asyncio.to_thread(execute, sql, self.state, self.primary)
         except SqlError as e:
             if e.after_columns is not None:
                 return _error_after_metadata(e.after_columns, e)
@@ -92,18 +97,33 @@ class ReplicationSession(BaseSession):
         self.state.connection_id = connection.connection_id
         self.state.user = self.username or ""
         self.state.host = getattr(connection, "peer_host", "localhost")
+        if self.primary.standalone is not None:
+            self.writes = self.primary.standalone.session(connection.connection_id, self.handshake_collation)
         if self.database:  # the database named in the handshake
             try:
-                change_database(self.state, self.database)
+                self._change_database(self.database)
             except SqlError as e:
                 log.warning("connection %d: handshake database ignored: %s", connection.connection_id, e.message)
                 self.database = None
 
     async def use(self, database: str) -> None:
         try:
-            change_database(self.state, database)
+            self._change_database(database)
         except SqlError as e:
             raise _mysql_error(e) from e
+
+    def _change_database(self, database: str) -> None:
+        if self.writes is not None:
+            from .standalone.source import use_database
+
+            use_database(self.state, database)  # standalone: any database (binlogd keeps no catalogue)
+        else:
+            change_database(self.state, database)
+
+    async def close(self) -> None:
+        if self.writes is not None:
+            self.primary.standalone.end_session(self.writes)  # an open transaction is rolled back
+        await super().close()
 
 
 def _mysql_error(e: SqlError) -> MysqlError:
@@ -182,6 +202,7 @@ class ReplicationConnection(Connection):
         data = await self.stream.read()
         try:
             checked = parse_handshake_response(data, int(self.server_capabilities))
+            self.session.handshake_collation = checked.charset  # type: ignore[attr-defined]
             if checked.ssl_request:  # CLIENT_SSL is not offered: a client that insists is not served
                 raise HandshakeError("SSL requested but not offered")
             response = packets.parse_handshake_response(capabilities=self.server_capabilities, data=data)
@@ -312,6 +333,7 @@ class ReplicationConnection(Connection):
             gtid_strict=_truthy(uv.get("slave_gtid_strict_mode")),
             gtid_ignore_duplicates=_truthy(uv.get("slave_gtid_ignore_duplicates")),
             compat=self.primary.compat,
+            send_tables_info=_truthy(uv.get("binlogd_send_tables_info")),
         )
 
     async def handle_binlog_dump(self, data: bytes) -> None:
@@ -327,14 +349,18 @@ class ReplicationConnection(Connection):
                  params.connect_state)
         writer = self.stream.writer
         writer.transport.set_write_buffer_limits(high=1 << 20)
+        ledger = self.primary.ledger
         dump = DumpStream(self.primary.store, writer, self.primary.server_id, params,
-                          seq=self.stream.seq.value, conn_label=label)
+                          seq=self.stream.seq.value, conn_label=label, ledger=ledger,
+                          ledger_info=self._ledger_info() if ledger is not None else None)
         self.primary.start_dump(dump, cmd.server_id)
         dump_task = asyncio.create_task(dump.run(), name=f"dump-{self.connection_id}")
         watch_task = asyncio.create_task(self._watch_peer(), name=f"watch-{self.connection_id}")
         try:
             await asyncio.wait({dump_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            if watch_task.done():
+                dump.cancel_reason = "client_gone"  # else the connection itself is being cancelled: shutdown
             for t in (dump_task, watch_task):
                 if not t.done():
                     t.cancel()
@@ -346,6 +372,13 @@ class ReplicationConnection(Connection):
             log.info("%s dump ended (%s): %d events read, %d sent, %d holes, %d dummies, %d begins, %d bytes",
                      label, s.end_reason or "replica disconnected", s.events_read, s.events_sent, s.holes,
                      s.dummies, s.begins, s.bytes_sent)
+
+    def _ledger_info(self) -> dict[str, object]:
+        """Who is dumping, for the audit ledger's `conn` record (docs/ledger.md)."""
+        st: SessionState = self.session.state  # type: ignore[attr-defined]
+        peer = self.stream.writer.get_extra_info("peername")
+        return {"thread_id": self.connection_id, "peer": f"{peer[0]}:{peer[1]}" if peer else None,
+                "user": self.session.username, "capability_set": "mariadb_slave_capability" in st.user_vars}
 
     async def _watch_peer(self) -> None:
         """A replica sends nothing during a dump (no semisync here); EOF means it went away."""

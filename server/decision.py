@@ -17,12 +17,19 @@ GTID of a transaction                  BEGIN   BEGIN   BEGIN   BEGIN   SEND
 GTID of a standalone event             DUMMY   DUMMY   HOLE    HOLE    SEND
 GTID_LIST                              DUMMY   DUMMY   HOLE    HOLE    SEND
 BINLOG_CHECKPOINT                      DUMMY   DUMMY   HOLE    SEND    SEND
+TABLES_INFO (159), not asked for       DUMMY   DUMMY   HOLE    HOLE    HOLE
+TABLES_INFO, @binlogd_send_tables_info SEND    SEND    SEND    SEND    SEND
 anything else                          SEND    SEND    SEND    SEND    SEND
 =====================================  ======  ======  ======  ======  ======
 
 `*` binlogd's extension (seed MDEV-225's principle): replicas below TOLERATE_HOLES mis-compute
 positions over holes, so they get a same-length dummy. MariaDB 10.11 leaves a hole there; the
 `mariadb` compatibility policy reproduces that byte for byte.
+
+TABLES_INFO is binlogd's own ignorable event (protocol/tables_info.py, `--binlog-with-tables-info`).
+Every reader may skip it, but only a client that asked for it (`SET @binlogd_send_tables_info=1` before
+COM_BINLOG_DUMP) gets it; the others get what they get for any event they cannot use. MariaDB never
+writes it, so both compatibility policies treat it alike.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from protocol.constants import (
     GTID_EVENT,
     GTID_LIST_EVENT,
 )
+from protocol.tables_info import TABLES_INFO_EVENT
 
 
 class Action(IntEnum):
@@ -63,6 +71,7 @@ class ReplicaPolicy:
     skip_replication: bool  # the dump session ran SET skip_replication=1
     send_annotate: bool  # COM_BINLOG_DUMP flag BINLOG_SEND_ANNOTATE_ROWS_EVENT
     compat: Compat = Compat.BINLOGD
+    send_tables_info: bool = False  # the dump session ran SET @binlogd_send_tables_info=1
 
 
 def clamp_capability(value: object) -> int:
@@ -74,28 +83,42 @@ def clamp_capability(value: object) -> int:
     return max(0, min(CAP_GTID, n))
 
 
-def decide(type_code: int, flags: int, standalone: bool, policy: ReplicaPolicy) -> Action:
-    """The rule for one event (see the module table). `standalone` matters only for GTID events."""
+# Which rule withheld or replaced an event (the audit ledger's `why`, docs/ledger.md).
+WHY_SKIP = "skip_replication"  # flag 0x8000 on a SET skip_replication=1 session
+WHY_CAPABILITY = "capability"  # the replica's capability (or dump flags) cannot take the event as stored
+_SENT: tuple[Action, str | None] = (Action.SEND, None)
+
+
+def explain(type_code: int, flags: int, standalone: bool, policy: ReplicaPolicy) -> tuple[Action, str | None]:
+    """The rule for one event (see the module table) and why (None for SEND). `standalone` matters only for
+    GTID events."""
     cap = policy.capability
     if policy.skip_replication and flags & 0x8000:
         if cap < CAP_TOLERATE_HOLES and policy.compat is Compat.BINLOGD:
-            return Action.DUMMY
-        return Action.HOLE
+            return Action.DUMMY, WHY_SKIP
+        return Action.HOLE, WHY_SKIP
+    if type_code == TABLES_INFO_EVENT and not policy.send_tables_info:
+        return (Action.HOLE if cap >= CAP_TOLERATE_HOLES else Action.DUMMY), WHY_CAPABILITY
     if type_code == ANNOTATE_ROWS_EVENT:
         if policy.send_annotate or cap == CAP_ANNOTATE:
-            return Action.SEND
-        return Action.DUMMY if cap < CAP_ANNOTATE else Action.HOLE
+            return _SENT
+        return (Action.DUMMY if cap < CAP_ANNOTATE else Action.HOLE), WHY_CAPABILITY
     if type_code == GTID_EVENT:
         if cap >= CAP_GTID:
-            return Action.SEND
+            return _SENT
         if not standalone:
-            return Action.BEGIN
-        return Action.HOLE if cap >= CAP_TOLERATE_HOLES else Action.DUMMY
+            return Action.BEGIN, WHY_CAPABILITY
+        return (Action.HOLE if cap >= CAP_TOLERATE_HOLES else Action.DUMMY), WHY_CAPABILITY
     if (type_code == GTID_LIST_EVENT and cap < CAP_GTID) or (
         type_code == BINLOG_CHECKPOINT_EVENT and cap < CAP_BINLOG_CHECKPOINT
     ):
-        return Action.HOLE if cap >= CAP_TOLERATE_HOLES else Action.DUMMY
-    return Action.SEND
+        return (Action.HOLE if cap >= CAP_TOLERATE_HOLES else Action.DUMMY), WHY_CAPABILITY
+    return _SENT
+
+
+def decide(type_code: int, flags: int, standalone: bool, policy: ReplicaPolicy) -> Action:
+    """The rule for one event (see the module table). `standalone` matters only for GTID events."""
+    return explain(type_code, flags, standalone, policy)[0]
 
 
 class DecisionTable:
@@ -105,7 +128,7 @@ class DecisionTable:
     `gtid_standalone` / `gtid_transaction` (and their flagged twins) hold the two answers.
     """
 
-    __slots__ = ("by_type_and_skip_flag", "flagged", "gtid", "normal", "policy")
+    __slots__ = ("by_type_and_skip_flag", "flagged", "gtid", "normal", "policy", "reasons")
 
     def __init__(self, policy: ReplicaPolicy) -> None:
         self.policy = policy
@@ -126,6 +149,13 @@ class DecisionTable:
         self.normal, self.flagged = tables
         # one list for the hot loop: index = type | 0x100 when header flag 0x8000 is set
         self.by_type_and_skip_flag = [*self.normal, *self.flagged]
+        # the audit ledger's `why`, same index plus 0x200 for a standalone GTID
+        self.reasons = [explain(i & 0xFF, 0x8000 if i & 0x100 else 0, bool(i & 0x200), policy)[1]
+                        for i in range(0x400)]
+
+    def why(self, type_code: int, flags: int, standalone: bool) -> str | None:
+        """The rule behind `lookup()`'s answer (None for SEND), for the audit ledger."""
+        return self.reasons[type_code | (flags >> 7 & 0x100) | (0x200 if standalone else 0)]
 
     def lookup(self, type_code: int, flags: int, standalone: bool) -> Action:
         """Same answer as `decide()`; used by slow paths and by the tests that prove the equivalence."""

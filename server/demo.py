@@ -40,51 +40,27 @@ from typing import Final, TypeAlias
 
 from protocol.constants import (
     BIN_LOG_HEADER_SIZE,
-    BINLOG_CHECKPOINT_EVENT,
     BINLOG_MAGIC,
     CRC_LEN,
-    FL_ALLOW_PARALLEL,
-    FL_DDL,
-    FL_STANDALONE,
-    FL_TRANSACTIONAL,
-    FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
-    GTID_LIST_EVENT,
     HEADER_LEN,
     LOG_EVENT_SKIP_REPLICATION_F,
     LOG_EVENT_SUPPRESS_USE_F,
-    Q_CATALOG_NZ_CODE,
-    Q_CHARSET_CODE,
-    Q_FLAGS2_CODE,
-    Q_SQL_MODE_CODE,
-    Q_XID,
     QUERY_EVENT,
     ROTATE_EVENT,
     USER_VAR_EVENT,
     XID_EVENT,
 )
 from protocol.events import (
-    BinlogCheckpointBody,
-    FormatDescriptionBody,
     Gtid,
-    GtidBody,
-    GtidListBody,
-    QueryBody,
     QueryCharset,
     RotateBody,
-    StatusVarValue,
-    UserVarBody,
-    XidBody,
     build_event,
-    encode_binlog_checkpoint,
-    encode_format_description,
-    encode_gtid,
-    encode_gtid_list,
-    encode_query,
     encode_rotate,
-    encode_user_var,
-    encode_xid,
 )
+
+from .standalone.files import file_header
+from .standalone.logger import QueryContext, gtid_body, query_body, user_var_body, xid_body
 
 # --- the simulated primary ----------------------------------------------------------------------------
 
@@ -97,20 +73,10 @@ DEMO_SESSION_DELAY: Final = 60  # seconds between the server start and the sessi
 DEMO_THREAD_ID: Final = 5  # connection id of the session (thread ids 1-4 are InnoDB/system threads)
 DEMO_FIRST_QUERY_ID: Final = 5  # query id of the session's first statement on a fresh 10.11 (observed)
 
-# Q_FLAGS2: the OPTION_* bits a 10.11 default autocommit session writes. Only bit 24
-# (explicit_defaults_for_timestamp=ON, the 10.10+ default) is set; mariadb-binlog prints it as
-# foreign_key_checks=1, sql_auto_is_null=0, unique_checks=1, autocommit=1, explicit_defaults_for_timestamp=1.
-FLAGS2: Final = 1 << 24
-# Q_SQL_MODE: 10.11's default STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,
-# NO_ENGINE_SUBSTITUTION (MariaDB bit numbers 21, 26, 28, 30).
-SQL_MODE: Final = (1 << 21) | (1 << 26) | (1 << 28) | (1 << 30)
 UTF8MB4_GENERAL_CI: Final = 45  # the client's character_set_client / collation_connection
 LATIN1_SWEDISH_CI: Final = 8  # collation_server of a 10.11 started with --no-defaults
 CHARSET: Final = QueryCharset(UTF8MB4_GENERAL_CI, UTF8MB4_GENERAL_CI, LATIN1_SWEDISH_CI)
-STRING_RESULT: Final = 0  # USER_VAR value type of a string
-
-GTID_DDL_FLAGS: Final = FL_STANDALONE | FL_ALLOW_PARALLEL | FL_DDL
-GTID_TRX_FLAGS: Final = FL_TRANSACTIONAL | FL_ALLOW_PARALLEL
+# Q_FLAGS2, Q_SQL_MODE, the GTID flags and the event bodies: the standalone primary's encoders (one place)
 
 
 # --- the session -----------------------------------------------------------------------------------------
@@ -249,48 +215,35 @@ class _Primary:
     def _open_file(self, created: int, checkpoints: int) -> None:
         """New file: FDE, GTID_LIST (state so far), BINLOG_CHECKPOINTs from the oldest needed file on."""
         n = len(self.files) + 1
-        self.files.append((self._file_name(n), bytearray(BINLOG_MAGIC)))
-        fde = FormatDescriptionBody.mariadb_10_11(DEMO_SERVER_VERSION, create_timestamp=created)
-        self._write(FORMAT_DESCRIPTION_EVENT, encode_format_description(fde), 0, self.now)
-        state = (Gtid(DEMO_DOMAIN_ID, DEMO_SERVER_ID, self.seq_no),) if self.seq_no else ()
-        self._write(GTID_LIST_EVENT, encode_gtid_list(GtidListBody(state)), 0, self.now)
-        for k in range(n - checkpoints + 1, n + 1):
-            name = self._file_name(k).encode()
-            self._write(BINLOG_CHECKPOINT_EVENT, encode_binlog_checkpoint(BinlogCheckpointBody(name)), 0, self.now)
+        name = self._file_name(n)
+        state = [Gtid(DEMO_DOMAIN_ID, DEMO_SERVER_ID, self.seq_no)] if self.seq_no else []
+        header = file_header(name, server_version=DEMO_SERVER_VERSION, server_id=DEMO_SERVER_ID, state=state,
+                             created=created, timestamp=self.now,
+                             checkpoints=[self._file_name(k) for k in range(n - checkpoints + 1, n + 1)])
+        self.files.append((name, bytearray(BINLOG_MAGIC + header)))
 
-    def _gtid(self, flags2: int) -> bytes:
+    def _gtid(self, ddl: bool) -> bytes:
         self.seq_no += 1
-        return encode_gtid(GtidBody(seq_no=self.seq_no, domain_id=DEMO_DOMAIN_ID, flags2=flags2))
+        return gtid_body(self.seq_no, DEMO_DOMAIN_ID, ddl)
 
     def _query(self, sql: str, *, db: str = "", xid: int | None = None) -> bytes:
-        status: dict[int, StatusVarValue] = {
-            Q_FLAGS2_CODE: FLAGS2,
-            Q_SQL_MODE_CODE: SQL_MODE,
-            Q_CATALOG_NZ_CODE: b"std",
-            Q_CHARSET_CODE: CHARSET,
-        }
-        if xid is not None:
-            status[Q_XID] = xid
-        return encode_query(QueryBody(thread_id=DEMO_THREAD_ID, exec_time=0, error_code=0, db=db.encode(),
-                                      query=sql.encode(), status_vars=status))
+        return query_body(sql, QueryContext(thread_id=DEMO_THREAD_ID, charset=CHARSET, db=db), xid=xid)
 
     def _dml_events(self, step: Dml) -> list[tuple[int, bytes, int, int]]:
         events: list[tuple[int, bytes, int, int]] = []
         for name, value in step.user_vars:
             if self.user_vars.get(name) != value:
                 raise ValueError(f"@{name} is not set to {value!r} before {step.sql!r}")
-            body = UserVarBody(name=name.encode(), is_null=False, type=STRING_RESULT, charset=UTF8MB4_GENERAL_CI,
-                               value=value.encode())
-            events.append((USER_VAR_EVENT, encode_user_var(body), self._flags(), self.now))
+            events.append((USER_VAR_EVENT, user_var_body(name, value, UTF8MB4_GENERAL_CI), self._flags(), self.now))
         events.append((QUERY_EVENT, self._query(step.sql), self._flags(), self.now))
         return events
 
     def _commit(self, events: list[tuple[int, bytes, int, int]], xid: int) -> None:
         """Binlog group commit: GTID, the transaction's events, XID; all stamped as of the commit."""
-        self._write(GTID_EVENT, self._gtid(GTID_TRX_FLAGS), self._flags(LOG_EVENT_SUPPRESS_USE_F), self.now)
+        self._write(GTID_EVENT, self._gtid(False), self._flags(LOG_EVENT_SUPPRESS_USE_F), self.now)
         for type_code, body, flags, ts in events:
             self._write(type_code, body, flags, ts)
-        self._write(XID_EVENT, encode_xid(XidBody(xid)), self._flags(), self.now)
+        self._write(XID_EVENT, xid_body(xid), self._flags(), self.now)
 
     # -- statements --
     def run(self, step: Step) -> None:
@@ -298,7 +251,7 @@ class _Primary:
         if isinstance(step, Ddl):
             if self.trx is not None:
                 raise ValueError("DDL inside a transaction (implicit commit) is not modelled")
-            gtid = self._gtid(GTID_DDL_FLAGS)
+            gtid = self._gtid(True)
             self._write(GTID_EVENT, gtid, self._flags(LOG_EVENT_SUPPRESS_USE_F), self.now)
             if step.database is not None:
                 body = self._query(step.sql, db=step.database)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import struct
@@ -45,6 +46,7 @@ from protocol.rewrite import (
 
 from .decision import Action, Compat, DecisionTable, ReplicaPolicy
 from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
+from .ledger import NULL, EvRecord, Ledger, jstr
 from .store import BinlogStore, FramedChunk, StoreError
 
 log = logging.getLogger("binlogd.dump")
@@ -54,6 +56,10 @@ _PEEK = struct.Struct("<4xB4xI4xH")  # type, event_length, flags
 _PKT = struct.Struct("<IB")  # packet header + the 0x00 OK byte of an event packet
 _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_GTID)
 _BIG = MAX_PACKET_PAYLOAD - 1  # an event this long needs several MySQL packets (general path)
+_ACTION_NAME = {int(Action.SEND): "sent", int(Action.HOLE): "hole", int(Action.DUMMY): "dummy",
+                int(Action.BEGIN): "begin"}
+_NOT_IN_GROUPS = frozenset({3, 4, 15, 161, 163})  # STOP, ROTATE, FDE, BINLOG_CHECKPOINT, GTID_LIST: no `gtid`
+_GTID_IDS = struct.Struct("<5xI10xQI")  # server_id, seq_no, domain_id of a GTID event (header + body start)
 
 
 class Writer(Protocol):
@@ -78,6 +84,7 @@ class DumpParams:
     gtid_strict: bool = False
     gtid_ignore_duplicates: bool = False
     compat: Compat = Compat.BINLOGD
+    send_tables_info: bool = False  # @binlogd_send_tables_info: this client wants binlogd's Tables_info events
 
     @property
     def non_blocking(self) -> bool:
@@ -105,13 +112,15 @@ class DumpStats:
     fakes: int = 0
     heartbeats: int = 0
     end_reason: str = ""
+    close_reason: str = ""  # the ledger's close reason: eof, client_gone, killed, error, shutdown
 
 
 class DumpStream:
     """Serves one COM_BINLOG_DUMP; `run()` returns when the dump ends (EOF, error, kill, peer gone)."""
 
     def __init__(self, store: BinlogStore, writer: Writer, server_id: int, params: DumpParams, seq: int = 1,
-                 conn_label: str = "") -> None:
+                 conn_label: str = "", ledger: Ledger | None = None, ledger_info: dict[str, object] | None = None
+                 ) -> None:
         self.store = store
         self.writer = writer
         self.server_id = server_id
@@ -119,7 +128,7 @@ class DumpStream:
         self.seq = seq
         self.label = conn_label
         self.policy = ReplicaPolicy(params.capability, params.skip_replication,
-                                    bool(params.flags & 2), params.compat)
+                                    bool(params.flags & 2), params.compat, params.send_tables_info)
         self.table = DecisionTable(self.policy)
         self.stats = DumpStats()
         self.out = bytearray()
@@ -137,6 +146,24 @@ class DumpStream:
         self._done = False  # a non-blocking dump reached the end
         self._kill: tuple[int, str] | None = None
         self._task: asyncio.Task[None] | None = None
+        self.cancel_reason = "shutdown"  # what a cancellation means (the connection sets client_gone)
+        # audit ledger (docs/ledger.md): records of what was framed, handed over when the bytes are written
+        self.ledger = ledger
+        self.ledger_info = ledger_info or {}
+        self.ledger_conn = 0  # numbered when the dump runs (a dump that never runs leaves no trace)
+        self._recs: list[EvRecord] = []
+        self._conn_logged = False
+        self._acc = (jstr(params.file), params.pos)  # end of the last non-fake record handed over (file as JSON)
+        self._fj = NULL  # the current file's name as JSON text (records carry it so)
+        self._whys: list[str] = [jstr(w) for w in self.table.reasons]  # the table's `why`, as JSON text
+        self._skip_hole = False  # the last _gtid_start_decide HOLE was a group the replica has
+        # the ledger's `gtid` of withheld events: the GTID of the last GTID event not sent as stored, valid while
+        # no event has been sent since when this replica may get GTID events as stored (capability 4)
+        self._gtid: str | None = None  # as JSON text
+        self._chain = False  # the last event processed was not sent as stored
+        t = self.table
+        self._gtid_sent = Action.SEND in (t.lookup(GTID_EVENT, 0, False), t.lookup(GTID_EVENT, 0, True),
+                                          t.lookup(GTID_EVENT, 0x8000, False), t.lookup(GTID_EVENT, 0x8000, True))
 
     # --- control -----------------------------------------------------------------------------------------
     def kill(self, code: int, message: str) -> None:
@@ -147,26 +174,109 @@ class DumpStream:
 
     async def run(self) -> None:
         self._task = asyncio.current_task()
+        if self.ledger is not None:
+            self.ledger_conn = self.ledger.new_conn()
+        st = self.stats
+        err: tuple[int, str] | None = None
         try:
             await self._serve()
-            self.stats.end_reason = "eof"
+            st.end_reason = st.close_reason = "eof"
             self._put_packet(eof_packet())
             await self._flush()
         except DumpError as e:
-            self.stats.end_reason = f"error {e.code}: {e.message}"
-            log.warning("%s dump ended with error %d: %s", self.label, e.code, self._error_text(e))
+            st.end_reason = f"error {e.code}: {e.message}"
+            st.close_reason = "error"
+            err = (e.code, self._error_text(e))
+            log.warning("%s dump ended with error %d: %s", self.label, e.code, err[1])
             await self._send_error(e)
         except asyncio.CancelledError:
             if self._kill is None:
+                st.close_reason = self.cancel_reason
                 raise
             code, msg = self._kill
-            self.stats.end_reason = f"killed: {msg}"
+            st.end_reason = f"killed: {msg}"
+            st.close_reason = "killed"
+            err = (code, msg)
             log.info("%s dump killed: %s", self.label, msg)
             self.out = bytearray()
+            self._recs = []  # not sent
             await self._send_error(DumpError(msg, code))
         except (ConnectionError, OSError) as e:
-            self.stats.end_reason = f"connection lost: {e}"
+            st.end_reason = f"connection lost: {e}"
+            st.close_reason = "client_gone"
             log.info("%s replica went away: %s", self.label, e)
+        finally:
+            if self.ledger is not None:
+                self._ledger_close(err)
+
+    # --- audit ledger -------------------------------------------------------------------------------------
+    def _ledger_conn_record(self, file: str, pos: int) -> None:
+        """The `conn` record, once, before any event (`file`/`pos`: where the dump really starts)."""
+        if self.ledger is None or self._conn_logged:
+            return
+        self._conn_logged = True
+        p = self.p
+        info = self.ledger_info
+        self.ledger.put_dict("conn", self.ledger_conn, {
+            "thread_id": info.get("thread_id"), "peer": info.get("peer"), "user": info.get("user"),
+            "server_id": p.replica_server_id, "capability": p.capability,
+            "capability_set": bool(info.get("capability_set", False)), "skip_replication": p.skip_replication,
+            "dump_flags": p.flags, "checksum": p.checksum_aware, "start_file": file, "start_pos": pos,
+            "req_file": p.file, "req_pos": p.pos, "start_gtid": p.connect_state,
+            "heartbeat_ms": p.heartbeat_ns // 1_000_000, "compat": p.compat.name.lower(),
+            "send_tables_info": p.send_tables_info,
+            "source_server_id": self.server_id, "binlog_dir": str(self.store.directory.absolute())})
+        self._acc = (jstr(file), pos)
+
+    def _hand_over(self) -> None:
+        """Queue the records of the bytes about to be written (called right before the socket write)."""
+        recs, self._recs = self._recs, []
+        assert self.ledger is not None
+        self.ledger.put_records(self.ledger_conn, recs)
+        for r in reversed(recs):
+            if r[5] != "fake":
+                self._acc = (r[0], r[2])
+                break
+
+    def _ledger_close(self, err: tuple[int, str] | None) -> None:
+        """The `error` record (if any) and the `close` record; never blocks (a cancelled dump writes it too)."""
+        assert self.ledger is not None
+        self._ledger_conn_record(self.p.file, self.p.pos)
+        file, pos = json.loads(self._acc[0]), self._acc[1]
+        st = self.stats
+        if err is not None and st.close_reason == "error":
+            self.ledger.put_dict("ev", self.ledger_conn, {
+                "file": file, "start": pos, "end": pos, "count": 0, "length": 0, "action": "error", "why": None,
+                "type": None, "flags": None, "gtid": None, "sent_length": 0, "code": err[0], "message": err[1]})
+        self.ledger.put_dict("close", self.ledger_conn, {
+            "file": file, "pos": pos, "reason": st.close_reason or "client_gone",
+            "error_code": err[0] if err else None, "error": err[1] if err else None,
+            "events": st.events_sent - st.heartbeats, "heartbeats": st.heartbeats, "bytes": st.bytes_sent})
+
+    def _close_run(self, mv: memoryview, base: int, run_p: int, p: int, count: int) -> None:
+        """The `sent` record of the run of events sent as stored in mv[run_p:p] (nothing when empty)."""
+        if p <= run_p:
+            return
+        typ: int | str = NULL
+        flags: int | str = NULL
+        if count == 1:
+            typ, _, flags = _PEEK.unpack_from(mv, run_p)
+        self._recs.append((self._fj, base + run_p, base + p, count, p - run_p, "sent", NULL, typ, flags, NULL,
+                           p - run_p))
+
+    def _group_gtid(self, mv: memoryview, p: int, typ: int, contiguous: bool) -> str:
+        """The `gtid` (JSON text) of an event at mv[p] not sent as stored; `contiguous`: the event before it was
+        not sent as stored either. Events sent as stored are never looked at, so after one of them (which may have
+        been a GTID, for capability 4) the group is unknown until the next GTID event that is not sent as is."""
+        if typ == GTID_EVENT:
+            if mv.nbytes - p >= HEADER_LEN + 12:
+                server, seq, domain = _GTID_IDS.unpack_from(mv, p)
+                self._gtid = f'"{domain}-{server}-{seq}"'
+            else:
+                self._gtid = None
+        elif self._gtid_sent and not contiguous:
+            self._gtid = None
+        return NULL if typ in _NOT_IN_GROUPS or self._gtid is None else self._gtid
 
     async def _send_error(self, e: DumpError) -> None:
         self._put_packet(err_packet(e.code, self._error_text(e)))
@@ -189,11 +299,15 @@ class DumpStream:
         self.stats.events_sent += 1
 
     async def _flush(self) -> None:
+        if self._recs:
+            self._hand_over()
         if self.out:
             data, self.out = self.out, bytearray()
             self.stats.bytes_sent += len(data)
             self.writer.write(data)
             await self.writer.drain()
+        if self.ledger is not None and self.ledger.full:
+            await self.ledger.wait_room()  # back-pressure: the dump waits for the ledger rather than lose records
 
     # --- start --------------------------------------------------------------------------------------------
     def _resolve_start(self) -> tuple[str, int]:
@@ -239,6 +353,7 @@ class DumpStream:
     # --- main loop ------------------------------------------------------------------------------------------
     async def _serve(self) -> None:
         name, pos = await asyncio.to_thread(self._resolve_start)  # reads index, file heads, GTID state
+        self._ledger_conn_record(name, pos)
         first = True
         rotate_crc = self.p.first_rotate_crc
         while True:
@@ -253,8 +368,13 @@ class DumpStream:
 
     async def _send_file(self, name: str, pos: int, first: bool, rotate_crc: bool) -> None:
         self.file = name
-        self._put_event(fake_rotate(self.server_id, pos, name, rotate_crc))
+        ev = fake_rotate(self.server_id, pos, name, rotate_crc)
+        self._put_event(ev)
         self.stats.fakes += 1
+        if self.ledger is not None:
+            self._fj = jstr(name)
+            self._recs.append((self._fj, pos, pos, 1, 0, "fake", '"rotate"', ev[4], 0x20, NULL, len(ev)))
+            self._gtid, self._chain = None, False  # group tracking is per file
         try:
             f = open(self.store.path(name), "rb")  # noqa: SIM115 - closed in finally; reads go to a thread
         except OSError as e:
@@ -292,6 +412,10 @@ class DumpStream:
         zero_pos = first and start > BIN_LOG_HEADER_SIZE
         zero_created = zero_pos or (self.skipper is not None and not self.skipper.reached)
         self._put_event(fix_fde(fde, zero_pos, zero_created, self.alg))
+        if self.ledger is not None:
+            (fde_flags,) = struct.unpack_from("<H", fde, 17)
+            self._recs.append((self._fj, BIN_LOG_HEADER_SIZE, fde_end, 1, fde_len, "sent", NULL,
+                               FORMAT_DESCRIPTION_EVENT, fde_flags, NULL, fde_len))
         # START_ENCRYPTION right after the FDE: binlogd cannot decrypt (and must never forward ciphertext)
         if len(head) >= fde_end + HEADER_LEN and head[fde_end + 4] == START_ENCRYPTION_EVENT:
             self.last_event_pos = fde_end
@@ -312,11 +436,11 @@ class DumpStream:
             version = store.version  # before the read: a change after it must wake the wait below
             want = max(CHUNK, self._need)
             data = await self._read_at(fd, pos, want)
-            if self.out:
+            if self.out or self._recs:
                 await self._flush()
             consumed = await self._frame_chunk(fd, data, pos) if data else 0
             pos += consumed
-            if self.out:
+            if self.out or self._recs:
                 await self._flush()
             if len(data) == want or consumed:
                 continue  # more may follow right away
@@ -349,7 +473,8 @@ class DumpStream:
         """
         if self.skipper is not None:
             return await self._process(data, pos)
-        key = (self.store.generation, os.fstat(fd).st_ino, pos, len(data), self.seq, self.policy, self.alg)
+        gstate = (self._gtid, self._chain)  # the ledger's group tracking
+        key = (self.store.generation, os.fstat(fd).st_ino, pos, len(data), self.seq, self.policy, self.alg, gstate)
         cache = self.store.frames
         hit = cache.get(key)
         st = self.stats
@@ -365,16 +490,22 @@ class DumpStream:
             self._need = hit.need
             self.pos = self.last_event_pos = self.last_byte = pos + hit.consumed
             st.bytes_sent += len(hit.framed)
+            if self.ledger is not None:
+                self._gtid, self._chain = hit.gtid_out, hit.chain_out
+                if hit.records:
+                    self._recs.extend(hit.records)
+                    self._hand_over()
             self.writer.write(hit.framed)  # shared, immutable: no copy on our side
             await self.writer.drain()
             return hit.consumed
         before = (st.events_sent, st.events_read, st.holes, st.dummies, st.begins, self.sent_upto)
+        nrec = len(self._recs)
         consumed = await self._process(data, pos)
         cache.put(key, FramedChunk(
             framed=bytes(self.out), consumed=consumed, seq_after=self.seq, sent=st.events_sent - before[0],
             read=st.events_read - before[1], holes=st.holes - before[2], dummies=st.dummies - before[3],
             begins=st.begins - before[4], sent_end=self.sent_upto - pos if self.sent_upto != before[5] else -1,
-            need=self._need))
+            need=self._need, records=tuple(self._recs[nrec:]), gtid_out=self._gtid, chain_out=self._chain))
         return consumed
 
     async def _wait(self, version: int, name: str, known_end: int) -> None:
@@ -423,6 +554,13 @@ class DumpStream:
         sent = events = holes = 0
         sent_end = -1  # end offset (in buf) of the last event the replica got
         self._need = 0
+        # audit ledger: the current run of sends is only its start (run_p) and the `sent` count there (run_sent);
+        # events sent as stored cost nothing more, each withheld or rewritten one gets its own record
+        ledger = self.ledger is not None
+        recs = self._recs if ledger else None
+        whys, fj = self._whys, self._fj
+        run_p = run_sent = 0
+        chain = self._chain  # for an event at run_p == 0: was the event before this chunk not sent as is?
         try:
             while p <= last:
                 if self.skipper is None:
@@ -436,6 +574,14 @@ class DumpStream:
                             if a != _HOLE:
                                 break
                             holes += 1
+                            if recs is not None:  # a hole's record (per hole, never per event sent)
+                                if p > run_p:
+                                    self._close_run(mv, base, run_p, p, sent - run_sent)
+                                recs.append((fj, base + p, base + end, 1, length, "hole",
+                                             whys[typ | (flags >> 7 & 0x100)], typ, flags,
+                                             self._group_gtid(mv, p, typ, p == run_p and (p > 0 or chain)), 0))
+                                run_p = end
+                                run_sent = sent
                             p = end
                             continue
                         out += pack((length + 1) | (seq << 24), 0)
@@ -455,6 +601,7 @@ class DumpStream:
                 if end > n:
                     self._need = length
                     break
+                self._skip_hole = False
                 if self.skipper is not None:
                     a = self._gtid_start_decide(mv, p, end, typ, flags, base)
                 else:
@@ -473,15 +620,28 @@ class DumpStream:
                     events += 1
                 else:
                     holes += 1
+                if ledger and a != _SEND:
+                    contiguous = p == run_p and (p > 0 or chain)
+                    self._close_run(mv, base, run_p, p, sent - run_sent)
+                    self._recs.append(self._decision_record(mv, base, contiguous, p, end, typ, flags, a))
+                    run_p = end
+                    run_sent = sent
                 p = end
                 if self.skipper is not None and self.skipper.take_fake_list():
+                    if ledger:
+                        self._close_run(mv, base, run_p, p, sent - run_sent)
+                        run_p, run_sent = p, sent
                     self.seq = seq
-                    await self._send_fake_list(base + p)
+                    await self._send_fake_list(base + p, "gtid_start")
                     seq = self.seq
                     sent_end = p
                     if self.skipper.done:
                         self.skipper = None  # start position reached: back to the plain loop
         finally:
+            if ledger:
+                self._close_run(mv, base, run_p, p, sent - run_sent)
+                if p:
+                    self._chain = run_p == p
             self.seq = seq
             st = self.stats
             st.events_sent += sent
@@ -492,6 +652,18 @@ class DumpStream:
         self.pos = base + p
         self.last_event_pos = self.last_byte = base + p
         return p
+
+    def _decision_record(self, mv: memoryview, base: int, contiguous: bool, p: int, end: int, typ: int, flags: int,
+                         a: int) -> EvRecord:
+        """The ledger record of one event not sent as stored; `why` is the decision table's (or the GTID start's)."""
+        length = end - p
+        if self._skip_hole:
+            why = '"gtid_start"'
+        else:
+            standalone = typ == GTID_EVENT and length > HEADER_LEN + 12 and bool(mv[p + HEADER_LEN + 12] & 1)
+            why = jstr(self.table.why(typ, flags, standalone))
+        return (self._fj, base + p, base + end, 1, length, _ACTION_NAME[a], why, typ, flags,
+                self._group_gtid(mv, p, typ, contiguous), 0 if a == _HOLE else length)
 
     def _gtid_action(self, mv: memoryview, p: int, end: int, flags: int, base: int) -> int:
         """The answer for a GTID event whose action depends on its FL_STANDALONE bit."""
@@ -515,16 +687,18 @@ class DumpStream:
             if sk.pending:
                 try:
                     if sk.on_gtid(Gtid(d, s, n), mv, p, end):
+                        self._skip_hole = True
                         return _HOLE
                 except GtidStartError as e:
                     raise DumpError(e.text(), suffix=False) from e
             return int(self.table.lookup(typ, flags, bool(flags2 & 1)))
         if sk.in_skipped_group(mv, p, end, CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0):
+            self._skip_hole = True
             return _HOLE
         a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
         return _SEND if a == Action.PEEK_GTID else int(a)
 
-    async def _send_fake_list(self, log_pos: int) -> None:
+    async def _send_fake_list(self, log_pos: int, why: str = "position_sync") -> None:
         """A fake GTID_LIST carrying the GTID state at `log_pos` of the current file (MariaDB's
         until_binlog_state: the file's GTID_LIST plus the GTIDs read since)."""
         state = await asyncio.to_thread(self.store.gtid_state_at, self.file, log_pos)
@@ -532,8 +706,11 @@ class DumpStream:
             log.warning("%s no GTID state at %s:%d; fake GTID_LIST not sent", self.label, self.file, log_pos)
             return
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
-        self._put_event(fake_gtid_list(self.server_id, log_pos, state.as_list(), checksum))
+        ev = fake_gtid_list(self.server_id, log_pos, state.as_list(), checksum)
+        self._put_event(ev)
         self.stats.fakes += 1
+        if self.ledger is not None:
+            self._recs.append((self._fj, log_pos, log_pos, 1, 0, "fake", jstr(why), ev[4], 0x20, NULL, len(ev)))
 
     def _rewrite(self, action: int, ev: memoryview, pos: int) -> None:
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32

@@ -10,6 +10,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from protocol.binlog_file import scan
 from protocol.commands import RegisterSlave
@@ -26,6 +27,7 @@ from protocol.gtid import format_gtid_list
 from .auth import is_loopback
 from .decision import Compat
 from .dump import DumpStream
+from .ledger import Ledger
 from .sql_surface import SqlError
 from .store import BinlogStore, StoreError
 
@@ -56,6 +58,11 @@ class Primary:
         self.hostname = socket.gethostname()
         self.started = time.monotonic()
         self.connections: Callable[[], int] = lambda: 0  # set by the network server
+        self.ledger: Ledger | None = None  # the audit ledger (server/ledger.py), when enabled
+        self.standalone: Any = None  # standalone mode: the StandaloneSource writing the binlog (server/standalone)
+        # relay mode (server/relay): SHOW SLAVE STATUS row, START/STOP SLAVE (True when something changed)
+        self.slave_status: Callable[[], dict[str, object]] | None = None
+        self.slave_control: Callable[[bool], bool] | None = None
 
     def uptime(self) -> int:
         return int(time.monotonic() - self.started)
@@ -98,6 +105,8 @@ class Primary:
         return "CRC32" if alg == BINLOG_CHECKSUM_ALG_CRC32 else "NONE"
 
     def gtid_binlog_pos(self) -> str:
+        if not self.store.files():  # a relay before its first file: no binlog yet
+            return ""
         return format_gtid_list(self.store.binlog_state().current_pos())
 
     def gtid_domain_id(self) -> int:
@@ -107,8 +116,10 @@ class Primary:
         return [(n, self.store.end_of(n)) for n in self.store.files()]
 
     def master_status(self) -> tuple[str, int] | None:
-        name = self.store.active()
-        return name, self.store.end_of(name)
+        names = self.store.files()
+        if not names:  # a relay before its first file: empty, like MariaDB without a binlog
+            return None
+        return names[-1], self.store.end_of(names[-1])
 
     def slave_hosts(self) -> list[tuple[int, str, int, int]]:
         return [(s.server_id, s.host, s.port, s.master_id) for s in self.slaves.values()]
@@ -120,11 +131,13 @@ class Primary:
             return SqlError(ER_ERROR_WHEN_EXECUTING_COMMAND, f"Error when executing command SHOW BINLOG EVENTS: {why}")
 
         names = self.store.files()
+        if not names:
+            return []
         name = file if file else names[0]
         if name not in names:
             raise fail("Could not find target log")
         with open(self.store.path(name), "rb") as f:
-            data = f.read()
+            data = f.read(self.store.end_of(name))  # binlogd's own writer: only what is committed
         start = max(BIN_LOG_HEADER_SIZE, pos or 0)
         if pos is not None and pos > len(data):
             raise fail(f"Invalid pos specified. Requested from pos:{pos} is greater than actual file size:"

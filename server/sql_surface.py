@@ -1118,11 +1118,19 @@ def _decimal_text(v: Decimal) -> str:
     return format(v, "f")
 
 
+class DecimalText(str):
+    """A DECIMAL value's text: a str that remembers it was a decimal (standalone USER_VAR events type it)."""
+
+    __slots__ = ()
+
+
 def _out(v: Any) -> Any:
     """A value as rows and user variables carry it (str | int | float | bytes | None): decimals as MariaDB's
     text, hex literals as plain bytes."""
     if isinstance(v, Decimal):
         return _decimal_text(v)
+    if isinstance(v, DecimalText):
+        return str(v)
     if isinstance(v, _Hex):
         return bytes(v)
     if isinstance(v, bool):
@@ -2178,7 +2186,8 @@ class _Stmt:
         s = self.session
         if it.kind == "user":
             assert it.expr is not None
-            value = _out(ev.ev(it.expr))
+            raw = ev.ev(it.expr)
+            value = DecimalText(_decimal_text(raw)) if isinstance(raw, Decimal) else _out(raw)
 
             def apply_user() -> None:
                 s.user_vars[it.name] = value
@@ -2214,6 +2223,8 @@ class _Stmt:
         if var.name == "skip_replication" and s.in_transaction:
             raise SqlError(C.ER_INSIDE_TRANSACTION_PREVENTS_SWITCH_SKIP_REPLICATION,
                            "Cannot modify @@session.skip_replication inside a transaction")
+        if var.name == "sql_log_bin" and s.in_transaction:
+            raise SqlError(1694, "Cannot modify @@session.sql_log_bin inside a transaction")
         if it.scope == "global":
             if var.name == "gtid_slave_pos":
                 raise not_supported("SET GLOBAL gtid_slave_pos (binlogd is a binlog server, not a replica)")
@@ -2448,12 +2459,12 @@ class _Stmt:
                 p.next()
             p.expect_kw("STATUS")
             p.finish()
-            return ResultSet(list(_SLAVE_STATUS_COLUMNS), [])
+            return self.slave_status(_SLAVE_STATUS_COLUMNS)
         if p.accept_kw("ALL"):
             p.expect_kw("SLAVES", "REPLICAS")
             p.expect_kw("STATUS")
             p.finish()
-            return ResultSet(list(_ALL_SLAVES_STATUS_COLUMNS), [])
+            return self.slave_status(_ALL_SLAVES_STATUS_COLUMNS)
         if p.accept_kw("WARNINGS", "ERRORS") is not None:
             errors_only = p.toks[p.i - 1].text.upper() == "ERRORS"
             limit = self.limit_clause(p)
@@ -2602,6 +2613,26 @@ class _Stmt:
             raise
         return ResultSet(columns, [tuple(r) for r in rows])
 
+    def slave_status(self, columns: list[str]) -> ResultSet:
+        """SHOW [ALL] SLAVE[S] STATUS: the relay's upstream connection (relay mode), else no rows."""
+        status = getattr(self.server, "slave_status", None)
+        row = status() if status is not None else None
+        return ResultSet(list(columns), [tuple(row[c] for c in columns)] if row else [])
+
+    def slave_control(self, p: _Parser, start: bool) -> Ok | None:
+        """START / STOP SLAVE in relay mode (pause and resume the upstream connection); None when not a relay."""
+        control = getattr(self.server, "slave_control", None)
+        if control is None or not p.is_kw(p.peek(), "SLAVE", "REPLICA"):
+            return None
+        p.next()
+        if not p.at_end():
+            raise not_supported(f"{'START' if start else 'STOP'} SLAVE with options (binlogd relays one upstream "
+                                "connection: START SLAVE / STOP SLAVE)")
+        if not control(start):
+            self.warnings.append(("Note", 1254, "Slave is already running") if start else
+                                 ("Note", 1255, "Slave already has been stopped"))
+        return Ok()
+
     # --- USE, transactions
     def do_use(self, p: _Parser) -> Ok:
         name = p.ident_any()
@@ -2617,6 +2648,9 @@ class _Stmt:
 
     def do_start(self, p: _Parser) -> Ok:
         if p.accept_kw("TRANSACTION") is None:
+            done = self.slave_control(p, True)
+            if done is not None:
+                return done
             w = p.peek()
             if p.is_kw(w, "SLAVE", "REPLICA", "ALL"):
                 raise not_supported(f"START {w.text.upper()}")
@@ -2676,6 +2710,13 @@ class _Stmt:
 
     def other(self, verb: str) -> ResultSet | Ok:
         p = self.p
+        if verb == "STOP":
+            at = p.i
+            p.next()
+            done = self.slave_control(p, False)
+            if done is not None:
+                return done
+            p.i = at
         if verb not in _UNSUPPORTED_VERBS:
             p.fail()
         words = [p.next().text.upper()]
@@ -2740,5 +2781,5 @@ _VERBS: dict[str, Callable[[_Stmt, _Parser], ResultSet | Ok]] = {
     "TRUNCATE": _Stmt.do_table_statement,
 }
 
-__all__ = ["Ok", "ResultSet", "ServerView", "SessionState", "SqlError", "change_database", "execute",
+__all__ = ["DecimalText", "Ok", "ResultSet", "ServerView", "SessionState", "SqlError", "change_database", "execute",
            "like_match", "not_supported"]

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from protocol.binlog_file import BinlogFormatError, fde_checksum_alg, scan
 from protocol.constants import (
@@ -64,6 +65,10 @@ class FramedChunk:
     begins: int
     sent_end: int  # offset in the chunk after the last event sent, -1 if none
     need: int
+    # audit ledger (docs/ledger.md): the chunk's records and the dump's group tracking after it
+    records: tuple[Any, ...] = ()
+    gtid_out: str | None = None
+    chain_out: bool = False
 
 
 class FrameCache:

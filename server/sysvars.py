@@ -176,8 +176,11 @@ _V: list[SysVar] = [
     SysVar("gtid_strict_mode", Scope.GLOBAL, Kind.BOOL, _opt("gtid_strict_mode", 0)),
     SysVar("hostname", Scope.GLOBAL, Kind.STR, _opt("hostname", platform.node() or "localhost"), read_only=True),
     SysVar("in_transaction", Scope.SESSION_ONLY, Kind.INT, 0, read_only=True),
+    # standalone mode: values the next logged statement's INTVAR / RAND events carry (server/standalone)
+    SysVar("insert_id", Scope.SESSION_ONLY, Kind.INT, 0, min=0, max=_U64),
     SysVar("init_connect", Scope.GLOBAL, Kind.STR, ""),
     SysVar("interactive_timeout", Scope.BOTH, Kind.INT, 28800, min=_TIMEOUT[0], max=_TIMEOUT[1]),
+    SysVar("last_insert_id", Scope.SESSION_ONLY, Kind.INT, 0, min=0, max=_U64),
     SysVar("lock_wait_timeout", Scope.BOTH, Kind.INT, 86400, min=0, max=31536000),
     SysVar("log_bin", Scope.GLOBAL, Kind.BOOL, _log_bin, read_only=True),
     SysVar("log_slave_updates", Scope.GLOBAL, Kind.BOOL, 0, read_only=True),
@@ -194,6 +197,8 @@ _V: list[SysVar] = [
     SysVar("protocol_version", Scope.GLOBAL, Kind.INT, 10, read_only=True),
     SysVar("query_cache_size", Scope.GLOBAL, Kind.INT, 0, min=0, max=_U64),
     SysVar("query_cache_type", Scope.BOTH, Kind.ENUM, "OFF", choices=("OFF", "ON", "DEMAND")),
+    SysVar("rand_seed1", Scope.SESSION_ONLY, Kind.INT, 0, min=0, max=_U32),
+    SysVar("rand_seed2", Scope.SESSION_ONLY, Kind.INT, 0, min=0, max=_U32),
     SysVar("read_only", Scope.GLOBAL, Kind.BOOL, _opt("read_only", 0)),
     SysVar("server_id", Scope.BOTH, Kind.INT, lambda s: s.server_id, min=1, max=_U32),
     # accepted and recorded (Connector/J sets them on connect); binlogd sends no session-state tracking

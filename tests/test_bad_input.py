@@ -789,9 +789,10 @@ def test_cli_missing_binlog_dir(tmp_path: Path) -> None:
     _assert_clean_failure(res, str(missing), "does not exist")
 
 
-def test_cli_no_binlog_dir_option() -> None:
-    res = run_cli("--port", str(_free_port()))
-    _assert_clean_failure(res, "--binlog-dir")
+def test_cli_binlog_dir_and_datadir_exclude_each_other(tmp_path: Path) -> None:
+    # (without either option `serve` is the standalone primary on ./var: docs/standalone.md)
+    res = run_cli("--binlog-dir", str(tmp_path), "--datadir", str(tmp_path / "w"), "--port", str(_free_port()))
+    _assert_clean_failure(res, "--binlog-dir", "--datadir")
 
 
 def test_cli_empty_binlog_dir(tmp_path: Path) -> None:

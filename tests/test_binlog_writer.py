@@ -190,3 +190,20 @@ def test_start_file_refuses_bad_names_and_headers(tmp_path: Path) -> None:
     w.start_file(NAMES[0], fde)
     with pytest.raises(BinlogWriteError):
         w.start_file(NAMES[0], fde)
+
+
+def test_recovered_state_continues_the_previous_file_when_the_last_has_no_gtid_list(tmp_path: Path) -> None:
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    fde, groups = groups_of(DEMO[NAMES[0]])
+    w.start_file(NAMES[0], fde)
+    for g in groups:
+        w.write(g)
+        w.commit()
+    w.start_file(NAMES[1], fde)  # crash right after the new file's FDE, before its GTID_LIST
+    data = (tmp_path / NAMES[0]).read_bytes()
+    gtids = [peek_gtid(data, e.pos)[:3] for e in scan(data).events if e.type_code == GTID_EVENT]
+    rep = BinlogWriter(tmp_path, "mysql-bin").recover()
+    assert rep.file == NAMES[1]
+    d, s, n = gtids[-1]
+    assert rep.state.last(d) == Gtid(d, s, n)

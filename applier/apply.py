@@ -1,0 +1,619 @@
+"""Applying event groups to the target through pymysql, one worker thread per channel (never the event loop).
+
+A `Group` is what the channel read between two group boundaries (GTID ... XID/COMMIT, a standalone DDL, a
+pre-GTID BEGIN ... COMMIT). `TargetSession.apply(group)` runs it as one target transaction and writes the
+channel's position (applier/position.py) inside that same transaction, so a crash anywhere leaves either the
+whole group with its position or neither. DDL commits implicitly: its position is written right after.
+
+Statement events are replayed like a MariaDB SQL thread does: the status variables of each Query event
+(default database, sql_mode, character set and collations, time_zone, lc_time_names, collation_database,
+pseudo_thread_id, TIMESTAMP with microseconds, foreign_key_checks / unique_checks / sql_auto_is_null /
+check_constraint_checks from flags2, auto_increment_increment/offset) become `SET @@session...` on the target
+session (only the ones that changed), USER_VAR / INTVAR / RAND become `SET @v`, `SET INSERT_ID`,
+`SET LAST_INSERT_ID`, `SET @@rand_seed1/2`, and the statement bytes are sent unchanged. Row events are decoded
+by applier/rows.py and applied as parameterised INSERT / UPDATE ... LIMIT 1 / DELETE ... LIMIT 1 keyed by the
+before image (the primary key when the image holds it, else every column with `<=>`), mapping columns by
+position onto the target table like MariaDB does. Errors stop the channel with MariaDB-style texts.
+
+Names: `Group`, `ApplyError`, `TargetSession` (`connect`, `apply`, `load_position`, `close`), `is_ddl`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import pymysql
+from pymysql.constants import CLIENT, COMMAND
+
+from protocol.constants import (
+    EVENT_TYPE_NAMES as EVENT_NAMES,
+)
+from protocol.constants import (
+    INT_RESULT,
+    NO_FOREIGN_KEY_CHECKS_F,
+    OPTION_AUTO_IS_NULL,
+    OPTION_NO_CHECK_CONSTRAINT_CHECKS,
+    OPTION_NO_FOREIGN_KEY_CHECKS,
+    OPTION_RELAXED_UNIQUE_CHECKS,
+    Q_AUTO_INCREMENT,
+    Q_CHARSET_CODE,
+    Q_CHARSET_DATABASE_CODE,
+    Q_FLAGS2_CODE,
+    Q_HRNOW,
+    Q_LC_TIME_NAMES_CODE,
+    Q_SQL_MODE_CODE,
+    Q_TIME_ZONE_CODE,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    RAND_EVENT,
+    REAL_RESULT,
+    RELAXED_UNIQUE_CHECKS_F,
+    ROWS_EVENT_TYPES,
+    STRING_RESULT,
+    TABLE_MAP_EVENT,
+    USER_VAR_EVENT,
+    USER_VAR_UNSIGNED_F,
+)
+from protocol.constants import (
+    INTVAR_EVENT as _INTVAR,
+)
+from protocol.events import Event, EventDecodeError, Gtid, QueryBody, RowsBody, TableMapBody, UserVarBody
+
+from .position import Position, PositionStore
+from .rows import INT_SIZES, Reader, TableMap, decode_decimal, decode_rows, decode_table_map, readers
+
+log = logging.getLogger("binlogd.apply")
+
+ER_KEY_NOT_FOUND: Final = 1032
+ER_SLAVE_CONVERSION_FAILED: Final = 1677
+ER_UNKNOWN_ERROR: Final = 1105
+ER_LOCK_DEADLOCK: Final = 1213
+ER_LOCK_WAIT_TIMEOUT: Final = 1205
+RETRYABLE: Final = frozenset({ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT})
+CONNECTION_LOST: Final = frozenset({2003, 2006, 2013, 2055})
+TRANSACTION_RETRIES: Final = 10  # slave_transaction_retries
+MULTI_BATCH_BYTES: Final = 256 << 10  # UPDATE/DELETE statements sent per round trip
+UTF8MB4_GENERAL_CI: Final = 45
+TABLES_INFO_EVENT: Final = 159
+OWN_GTID: Final = {"@@session.gtid_domain_id": "@@global.gtid_domain_id", "@@session.server_id": "@@global.server_id"}
+_ESCAPES: Final = {0: "\\0", 10: "\\n", 13: "\\r", 26: "\\Z", 39: "\\'", 34: '\\"', 92: "\\\\"}
+
+_CODECS: Final = {"utf8mb4": "utf-8", "utf8mb3": "utf-8", "utf8": "utf-8", "latin1": "cp1252", "ascii": "ascii",
+                  "cp1251": "cp1251", "cp1250": "cp1250", "cp1256": "cp1256", "cp1257": "cp1257",
+                  "greek": "iso8859-7", "hebrew": "iso8859-8", "latin2": "iso8859-2", "latin5": "iso8859-9",
+                  "latin7": "iso8859-13", "koi8r": "koi8-r", "koi8u": "koi8-u", "ucs2": "utf-16-be",
+                  "utf16": "utf-16-be", "utf16le": "utf-16-le", "utf32": "utf-32-be", "sjis": "shift_jis",
+                  "ujis": "euc-jp", "gbk": "gbk", "big5": "big5", "euckr": "euc-kr", "gb2312": "gb2312"}
+_TXN_WORDS: Final = (b"BEGIN", b"COMMIT", b"ROLLBACK")
+_DML = re.compile(rb"^\s*(?:/\*.*?\*/\s*)*(?:INSERT|UPDATE|DELETE|REPLACE|SELECT|SAVEPOINT|RELEASE|SET|DO|CALL)\b",
+                  re.IGNORECASE | re.DOTALL)
+_DDL_DB = re.compile(rb"^\s*(?:/\*.*?\*/\s*)*(?:CREATE|ALTER|DROP)\s+(?:DATABASE|SCHEMA)\b", re.IGNORECASE | re.DOTALL)
+_HANDLER_ERRORS: Final = {1062: "HA_ERR_FOUND_DUPP_KEY", 1032: "HA_ERR_KEY_NOT_FOUND", 1452: "HA_ERR_NO_REFERENCED_ROW",
+                          1451: "HA_ERR_ROW_IS_REFERENCED"}
+
+
+def is_ddl(query: bytes) -> bool:
+    """Statements after which cached target table definitions may be stale."""
+    return not _DML.match(query) and query.strip().upper() not in _TXN_WORDS
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class ApplyError(Exception):
+    """The channel must stop: `code` is Last_SQL_Errno, `message` Last_SQL_Error (MariaDB's wording)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True)
+class Group:
+    """One event group as read from the source; `end` is the channel position just after it."""
+
+    events: list[Event] = field(default_factory=list)
+    gtid: Gtid | None = None
+    transactional: bool = False
+    flagged: bool = False  # its events carry 0x8000 (skip_replication on the source session)
+    rollback: bool = False  # ends with ROLLBACK: changes undone, position still advances
+    end: Position = field(default_factory=Position)
+
+
+@dataclass(slots=True)
+class TargetTable:
+    qualified: str
+    names: list[str]
+    codecs: list[str | None]
+    unsigned: list[bool]
+    generated: list[bool]
+    pk: list[int]
+
+
+class TargetSession:
+    """One target connection for one channel. Not thread-safe: the channel's single worker thread owns it."""
+
+    def __init__(self, host: str, port: int, user: str, password: str, channel: str,
+                 replicate_flagged: bool = True) -> None:
+        self.params: dict[str, Any] = {
+            "host": host, "port": port, "user": user, "password": password, "autocommit": True,
+            "charset": "utf8mb4", "client_flag": CLIENT.FOUND_ROWS | CLIENT.MULTI_STATEMENTS, "connect_timeout": 10,
+            "ssl_disabled": True,
+        }
+        self.channel = channel
+        self.replicate_flagged = replicate_flagged  # REPLICATE mode: flagged groups keep the flag downstream
+        self.filters: Any = None  # applier.filters.FilterSet, set by the channel
+        self.conn: Any = None
+        self._state: dict[str, str] = {}
+        self._tables: dict[tuple[str, str], TargetTable] = {}
+        self._maps: dict[int, tuple[TableMap, bool]] = {}
+        self._readers: dict[tuple[int, str, str], list[Reader]] = {}
+        self._collations: dict[int, tuple[str, str]] = {}
+        self._pending: list[str] = []
+        self._inflight: tuple[str, str | None, str, Group, Event, int] | None = None  # INSERT sent, reply unread
+        self._tables_info: list[tuple[str | None, str]] | None = None
+        self.preserve_gtids = True  # MariaDB targets: applied groups keep the source's GTID (as a replica does)
+        self.keep_gtids = False
+        self.rows_applied = 0
+        self.groups_applied = 0
+        self.current: str = ""  # what is being applied (Slave_SQL_Running_State)
+
+    # ---- connection ----------------------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        if self.conn is not None:
+            return
+        try:
+            self.conn = pymysql.connect(**self.params)
+        except pymysql.MySQLError as e:
+            raise ApplyError(_code(e), f"cannot connect to the target {self.params['host']}:{self.params['port']}: "
+                                       f"{_msg(e)}") from None
+        self._state.clear()
+        self._tables.clear()
+        self._readers.clear()
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS "
+                        "WHERE ID IS NOT NULL")
+            self._collations = {int(r[0]): (str(r[1]), str(r[2])) for r in cur.fetchall()}
+        PositionStore.ensure_schema(self.conn)
+        self.keep_gtids = False
+        if self.preserve_gtids and "mariadb" in self.conn.get_server_info().lower():
+            try:  # the source's GTIDs go to the target's binlog (SET gtid_domain_id/server_id/gtid_seq_no)
+                self._set_session(OWN_GTID)
+                self.keep_gtids = True
+            except pymysql.MySQLError as e:
+                log.warning("channel %r: the target's binlog gets its own GTIDs, not the source's: %s", self.channel,
+                            _msg(e))
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):  # closing a broken socket
+                self.conn.close()
+            self.conn = None
+
+    def load_position(self) -> Position | None:
+        self.connect()
+        return PositionStore.load(self.conn, self.channel)
+
+    def delete_position(self) -> None:
+        self.connect()
+        PositionStore.delete(self.conn, self.channel)
+
+    # ---- one group ------------------------------------------------------------------------------------------
+
+    def apply(self, g: Group) -> None:
+        """Apply a group atomically with its position; retries deadlocks and a lost target connection."""
+        for attempt in range(TRANSACTION_RETRIES + 1):
+            try:
+                self.connect()
+                self._apply_once(g)
+                self.groups_applied += 1
+                return
+            except pymysql.MySQLError as e:
+                code = _code(e)
+                lost = code in CONNECTION_LOST or isinstance(e, pymysql.err.InterfaceError)
+                self._drop_inflight()
+                self._rollback_quietly()
+                if lost:
+                    self.close()
+                    if self._committed(g):
+                        return
+                if (lost or code in RETRYABLE) and attempt < TRANSACTION_RETRIES:
+                    log.warning("channel %r: %s; retrying the group (attempt %d)", self.channel, _msg(e), attempt + 1)
+                    time.sleep(min(0.1 * 2**attempt, 2.0))
+                    continue
+                raise ApplyError(code, f"Error '{_msg(e)}' on query. Default database: "
+                                       f"'{self._state.get('db', '')}'. Query: '{self.current}', at "
+                                       f"{g.end.file}:{g.end.pos}") from None
+            except ApplyError:
+                self._drop_inflight()
+                self._rollback_quietly()
+                raise
+        raise AssertionError("unreachable")
+
+    def _committed(self, g: Group) -> bool:
+        """After a lost connection: did the COMMIT reach the target before it went away?"""
+        try:
+            stored = self.load_position()
+        except (ApplyError, pymysql.MySQLError):
+            self.close()
+            return False
+        return stored is not None and (stored.file, stored.pos, stored.gtids) == (g.end.file, g.end.pos, g.end.gtids)
+
+    def _rollback_quietly(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.rollback()
+            except pymysql.MySQLError:
+                self.close()
+
+    def _set_session(self, wanted: dict[str, str]) -> None:
+        sets = [f"{k}={v}" for k, v in wanted.items() if self._state.get(k) != v]
+        if sets:
+            self._flush()
+            with self.conn.cursor() as cur:
+                cur.execute("SET " + ", ".join(sets))
+            self._state.update(wanted)
+
+    def _apply_once(self, g: Group) -> None:
+        conn = self.conn
+        pre = {"@@session.skip_replication": "1" if g.flagged and self.replicate_flagged else "0"}
+        keep = self.keep_gtids and g.gtid is not None and bool(g.events)
+        if keep:
+            assert g.gtid is not None
+            pre["@@session.gtid_domain_id"] = str(g.gtid.domain_id)
+            pre["@@session.server_id"] = str(g.gtid.server_id)
+            pre["@@session.gtid_seq_no"] = str(g.gtid.seq_no)
+            self._state.pop("@@session.gtid_seq_no", None)  # used up by each logged group: always sent
+        elif self.keep_gtids:
+            pre.update(OWN_GTID)
+        self._set_session(pre)
+        self._maps.clear()
+        self._pending.clear()
+        conn.begin()
+        for ev in g.events:
+            self._event(ev, g)
+        self._flush()
+        with conn.cursor() as cur:
+            if g.rollback:
+                conn.rollback()
+                conn.begin()
+            if keep and not g.transactional:  # the DDL took the source's GTID; its position row gets one of ours
+                conn.commit()
+                self._set_session(OWN_GTID)
+                conn.begin()
+            self.current = "saving the channel position"
+            PositionStore.save(cur, self.channel, g.end)
+        conn.commit()
+        self.current = ""
+
+    # ---- events ----------------------------------------------------------------------------------------------
+
+    def _event(self, ev: Event, g: Group) -> None:
+        t = ev.header.type_code
+        b = ev.body
+        if t in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
+            assert isinstance(b, QueryBody)
+            self._flush()
+            self._query(ev, b, g)
+        elif t == TABLE_MAP_EVENT:
+            assert isinstance(b, TableMapBody)
+            tm = decode_table_map(b)
+            ok = self.filters.apply_row_event(tm.db, tm.table) if self.filters is not None else True
+            self._maps[tm.table_id] = (tm, ok)
+        elif t in ROWS_EVENT_TYPES:
+            assert isinstance(b, RowsBody)
+            self._rows(ev, b, g)
+        elif t == USER_VAR_EVENT:
+            assert isinstance(b, UserVarBody)
+            self._pending.append(self._user_var_sql(b))
+        elif t == _INTVAR:
+            name = "LAST_INSERT_ID" if b.type == 1 else "INSERT_ID"  # type: ignore[union-attr]
+            self._pending.append(f"SET {name}={b.value}")  # type: ignore[union-attr]
+        elif t == TABLES_INFO_EVENT:  # binlogd's tables-info event: the next statement's tables, no parsing
+            from protocol.tables_info import parse_tables_info
+
+            try:
+                self._tables_info = list(parse_tables_info(b.raw).tables)  # type: ignore[union-attr]
+            except EventDecodeError:
+                self._tables_info = None
+        elif t == RAND_EVENT:
+            self._pending.append(f"SET @@rand_seed1={b.seed1}, @@rand_seed2={b.seed2}")  # type: ignore[union-attr]
+
+    def _user_var_sql(self, b: UserVarBody) -> str:
+        name = quote(b.name.decode("utf-8", "replace"))
+        if b.is_null:
+            return f"SET @{name} := NULL"
+        v = b.value
+        if b.type == STRING_RESULT:
+            cs, coll = self._collations.get(b.charset or 0, ("binary", "binary"))
+            return f"SET @{name} := _{cs} X'{v.hex()}' COLLATE {quote(coll)}"
+        if b.type == REAL_RESULT:
+            return f"SET @{name} := {struct.unpack('<d', v[:8])[0]!r}"
+        if b.type == INT_RESULT:
+            unsigned = bool((b.flags or 0) & USER_VAR_UNSIGNED_F)
+            return f"SET @{name} := {int.from_bytes(v[:8], 'little', signed=not unsigned)}"
+        dec, _ = decode_decimal(v, 2, v[0], v[1])
+        return f"SET @{name} := {dec}"
+
+    def _query(self, ev: Event, b: QueryBody, g: Group) -> None:
+        q = b.query
+        if q.strip().upper() in _TXN_WORDS:
+            return
+        src_db = b.db.decode("utf-8", "replace") or None
+        db = src_db
+        fs = self.filters
+        if fs is not None and fs.rules:  # no rules: no need to parse the statement
+            from .filters import updated_tables
+
+            tables = self._tables_info
+            if tables is None:
+                try:
+                    tables = updated_tables(q.decode("utf-8", "replace"))
+                except ValueError:
+                    tables = []
+            self._tables_info = None
+            if not fs.apply_statement(src_db, tables, bool(_DDL_DB.match(q))):
+                self._pending.clear()
+                return
+            db = fs.rewrite_db(src_db)
+        self._statement_session(ev, b, db)
+        if self._pending:
+            with self.conn.cursor() as cur:
+                for sql in self._pending:
+                    cur.execute(sql)
+            self._pending.clear()
+        self.current = q[:1024].decode("utf-8", "replace")
+        try:
+            self.conn.query(q)
+        except pymysql.MySQLError as e:
+            if b.error_code and _code(e) == b.error_code:
+                return  # the statement failed the same way on the source (MariaDB accepts that)
+            raise
+        if b.error_code:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"Query caused different errors on master and slave. Error on master: "
+                                               f"code={b.error_code}; Error on slave: none. Default database: "
+                                               f"'{db or ''}'. Query: '{self.current}'")
+        if is_ddl(q):
+            self._tables.clear()
+            self._readers.clear()
+
+    def _statement_session(self, ev: Event, b: QueryBody, db: str | None) -> None:
+        sv = b.status_vars
+        w: dict[str, str] = {"@@session.pseudo_thread_id": str(b.thread_id)}
+        f2 = sv.get(Q_FLAGS2_CODE)
+        if isinstance(f2, int):
+            w["@@session.foreign_key_checks"] = "0" if f2 & OPTION_NO_FOREIGN_KEY_CHECKS else "1"
+            w["@@session.unique_checks"] = "0" if f2 & OPTION_RELAXED_UNIQUE_CHECKS else "1"
+            w["@@session.sql_auto_is_null"] = "1" if f2 & OPTION_AUTO_IS_NULL else "0"
+            w["@@session.check_constraint_checks"] = "0" if f2 & OPTION_NO_CHECK_CONSTRAINT_CHECKS else "1"
+        mode = sv.get(Q_SQL_MODE_CODE)
+        if isinstance(mode, int):
+            w["@@session.sql_mode"] = str(mode)
+        ai = sv.get(Q_AUTO_INCREMENT)
+        if ai is not None:
+            w["@@session.auto_increment_increment"] = str(ai.increment)  # type: ignore[union-attr]
+            w["@@session.auto_increment_offset"] = str(ai.offset)  # type: ignore[union-attr]
+        cs = sv.get(Q_CHARSET_CODE)
+        if cs is not None:
+            w["@@session.character_set_client"] = str(cs.client)  # type: ignore[union-attr]
+            w["@@session.collation_connection"] = str(cs.connection)  # type: ignore[union-attr]
+            w["@@session.collation_server"] = str(cs.server)  # type: ignore[union-attr]
+        tz = sv.get(Q_TIME_ZONE_CODE)
+        w["@@session.time_zone"] = _sql_str(tz.decode()) if isinstance(tz, bytes) else "@@global.time_zone"
+        lc = sv.get(Q_LC_TIME_NAMES_CODE)
+        w["@@session.lc_time_names"] = str(lc) if isinstance(lc, int) else "0"
+        cdb = sv.get(Q_CHARSET_DATABASE_CODE)
+        if isinstance(cdb, int) and cdb:
+            w["@@session.collation_database"] = str(cdb)
+        usec = sv.get(Q_HRNOW)
+        w["@@session.timestamp"] = f"{ev.header.timestamp}.{usec:06d}" if isinstance(usec, int) else str(
+            ev.header.timestamp)
+        self._set_session(w)
+        if db is not None and self._state.get("db") != db:
+            try:
+                self.conn.select_db(db)
+                self._state["db"] = db
+            except pymysql.err.OperationalError as e:
+                if _code(e) != 1049:
+                    raise
+                # CREATE/DROP DATABASE are logged with the database they name as default database; a real
+                # replica sets a default database without checking that it exists
+                self._state.pop("db", None)
+
+    # ---- rows ------------------------------------------------------------------------------------------------
+
+    def _table(self, db: str, table: str) -> TargetTable:
+        key = (db, table)
+        tt = self._tables.get(key)
+        if tt is not None:
+            return tt
+        self._flush()
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT COLUMN_NAME, COLUMN_TYPE, CHARACTER_SET_NAME, COLUMN_KEY, IS_GENERATED "
+                        "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+                        "ORDER BY ORDINAL_POSITION", (db, table))
+            rows = cur.fetchall()
+        if not rows:
+            raise ApplyError(1146, f"Table '{db}.{table}' doesn't exist")
+        tt = TargetTable(
+            f"{quote(db)}.{quote(table)}",
+            [quote(str(r[0])) for r in rows],
+            [_CODECS.get(str(r[2])) if r[2] else None for r in rows],
+            ["unsigned" in str(r[1]).lower() for r in rows],
+            [str(r[4]).upper() == "ALWAYS" for r in rows],
+            [i for i, r in enumerate(rows) if r[3] == "PRI"],
+        )
+        self._tables[key] = tt
+        return tt
+
+    def _rows(self, ev: Event, b: RowsBody, g: Group) -> None:
+        entry = self._maps.get(b.table_id)
+        if entry is None:
+            raise ApplyError(ER_SLAVE_CONVERSION_FAILED, f"rows event for unknown table id {b.table_id} at "
+                                                         f"{g.end.file} end_log_pos {ev.header.log_pos}")
+        tm, ok = entry
+        if not ok:
+            return
+        db = self.filters.rewrite_db(tm.db) if self.filters is not None else tm.db
+        tt = self._table(db or tm.db, tm.table)
+        if len(tm.columns) > len(tt.names):
+            raise ApplyError(ER_SLAVE_CONVERSION_FAILED,
+                             f"Column count of {db}.{tm.table} is {len(tt.names)} on the target, the event has "
+                             f"{len(tm.columns)} columns")
+        rkey = (tm.table_id, tm.db, tm.table)
+        rd = self._readers.get(rkey)
+        if rd is None or len(rd) != len(tm.columns):
+            rd = self._readers[rkey] = readers(tm, tt.unsigned)
+        try:
+            change = decode_rows(tm, ev.header.type_code, b.data, tt.unsigned, rd)
+        except EventDecodeError as e:
+            raise ApplyError(1594, f"Relay log read failure: {e}") from None
+        flags = b.flags
+        self._set_session({
+            "@@session.character_set_client": str(UTF8MB4_GENERAL_CI),
+            "@@session.collation_connection": str(UTF8MB4_GENERAL_CI),
+            "@@session.time_zone": "'+00:00'",
+            "@@session.sql_mode": "'NO_AUTO_VALUE_ON_ZERO'",
+            "@@session.foreign_key_checks": "0" if flags & NO_FOREIGN_KEY_CHECKS_F else "1",
+            "@@session.unique_checks": "0" if flags & RELAXED_UNIQUE_CHECKS_F else "1",
+        })
+        name = EVENT_NAMES.get(ev.header.type_code, str(ev.header.type_code))
+        self.current = f"{name} on {db}.{tm.table}"
+        if change.kind == "write":  # decoded while the previous INSERT ran on the target; now wait for it
+            sql = self._insert_sql(tt, change.rows)
+            self._flush()
+            self.conn._execute_command(COMMAND.COM_QUERY, sql)
+            self._inflight = (name, db, tm.table, g, ev, len(change.rows))
+            return
+        self._flush()
+        try:
+            with self.conn.cursor() as cur:
+                self._keyed(cur, tt, change.kind, change.rows)
+        except pymysql.MySQLError as e:
+            code = _code(e)
+            if code in CONNECTION_LOST or code in RETRYABLE:
+                raise
+            raise ApplyError(code, _row_error(name, db, tm.table, _msg(e), code, g, ev)) from None
+        except ApplyError as e:
+            raise ApplyError(e.code, _row_error(name, db, tm.table, e.message, e.code, g, ev)) from None
+        self.rows_applied += len(change.rows)
+
+    @staticmethod
+    def _lit(tt: TargetTable, i: int, v: Any) -> str:
+        """SQL literal of a row value (backslash escapes: row events run without NO_BACKSLASH_ESCAPES)."""
+        t = type(v)
+        if t is int:
+            return str(v)
+        if t is bytes:
+            codec = tt.codecs[i]
+            if codec is not None:
+                try:
+                    return "'" + v.decode(codec).translate(_ESCAPES) + "'"
+                except UnicodeDecodeError:
+                    pass
+            return "_binary'" + v.decode("ascii", "surrogateescape").translate(_ESCAPES) + "'"
+        if t is str:
+            return "'" + v.translate(_ESCAPES) + "'"
+        if v is None:
+            return "NULL"
+        if t is float:
+            return repr(v)
+        return str(v)  # Decimal
+
+    def _insert_sql(self, tt: TargetTable, rows: list[tuple[Any, Any]]) -> bytes:
+        first = rows[0][1]
+        cols = [i for i in first if not tt.generated[i]]
+        lit = self._lit
+        values = ",".join("(" + ",".join([lit(tt, i, after[i]) for i in cols]) + ")" for _, after in rows)
+        sql = f"INSERT INTO {tt.qualified} ({','.join(tt.names[i] for i in cols)}) VALUES {values}"
+        return sql.encode("utf-8", "surrogateescape")  # _binary'' literals carry raw bytes as surrogates
+
+    def _flush(self) -> None:
+        """Read the reply of the INSERT still in flight (one multi-row INSERT is pipelined: the next rows event is
+        decoded while the target executes it). Uses pymysql's COM_QUERY send/read halves."""
+        p = self._inflight
+        if p is None:
+            return
+        self._inflight = None
+        name, db, table, g, ev, n = p
+        try:
+            self.conn._read_query_result()
+        except pymysql.MySQLError as e:
+            code = _code(e)
+            if code in CONNECTION_LOST or code in RETRYABLE:
+                raise
+            raise ApplyError(code, _row_error(name, db, table, _msg(e), code, g, ev)) from None
+        self.rows_applied += n
+
+    def _drop_inflight(self) -> None:
+        """After an error with a reply still unread the session is out of step: drop it (the target rolls back)."""
+        if self._inflight is not None:
+            self._inflight = None
+            self.close()
+
+    def _keyed(self, cur: Any, tt: TargetTable, kind: str, rows: list[tuple[Any, Any]]) -> None:
+        """UPDATE/DELETE ... LIMIT 1 per row, sent as multi-statement batches (one round trip per batch); every
+        statement must find its row, like the SQL thread's HA_ERR_KEY_NOT_FOUND check."""
+        batch: list[str] = []
+        size = 0
+        for before, after in rows:
+            sql = self._keyed_sql(cur, tt, kind, before or {}, after)
+            batch.append(sql)
+            size += len(sql)
+            if size >= MULTI_BATCH_BYTES:
+                self._run_batch(cur, tt, batch)
+                batch, size = [], 0
+        if batch:
+            self._run_batch(cur, tt, batch)
+
+    def _keyed_sql(
+        self, cur: Any, tt: TargetTable, kind: str, before: dict[int, Any], after: dict[int, Any] | None
+    ) -> str:
+        lit = self._lit
+        key = tt.pk if tt.pk and all(i in before for i in tt.pk) else [i for i in before if not tt.generated[i]]
+        where = " AND ".join(f"{tt.names[i]} <=> {lit(tt, i, before[i])}" for i in key)
+        if kind == "update" and after is not None:
+            sets = ",".join(f"{tt.names[i]}={lit(tt, i, after[i])}" for i in after if not tt.generated[i])
+            return f"UPDATE {tt.qualified} SET {sets} WHERE {where} LIMIT 1"
+        return f"DELETE FROM {tt.qualified} WHERE {where} LIMIT 1"
+
+    @staticmethod
+    def _run_batch(cur: Any, tt: TargetTable, batch: list[str]) -> None:
+        cur.execute(";".join(batch).encode("utf-8", "surrogateescape"))
+        found = [cur.rowcount]
+        while cur.nextset():
+            found.append(cur.rowcount)
+        if any(n != 1 for n in found):
+            raise ApplyError(ER_KEY_NOT_FOUND, f"Can't find record in '{tt.qualified.split('.')[-1].strip('`')}'")
+
+
+def _row_error(name: str, db: str | None, table: str, msg: str, code: int, g: Group, ev: Event) -> str:
+    handler = _HANDLER_ERRORS.get(code, f"error {code}")
+    return (f"Could not execute {name} event on table {db}.{table}; {msg}, Error_code: {code}; handler error "
+            f"{handler}; the event's master log {g.end.file}, end_log_pos {ev.header.log_pos}")
+
+
+def _code(e: BaseException) -> int:
+    args = getattr(e, "args", ())
+    return int(args[0]) if args and isinstance(args[0], int) else ER_UNKNOWN_ERROR
+
+
+def _msg(e: BaseException) -> str:
+    args = getattr(e, "args", ())
+    return str(args[1]) if len(args) > 1 else str(e)
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+__all__ = ["INT_SIZES", "ApplyError", "Group", "TargetSession", "is_ddl"]

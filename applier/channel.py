@@ -1,0 +1,447 @@
+"""One replication channel: read a source's binlog like a 10.11 IO thread, cut it into groups, apply them in order.
+
+The IO side is an asyncio task on `protocol.connection.ReplicationClient` (capability 4, CRC32-aware,
+heartbeats, GTID `slave_pos` or file/pos, reconnect every `retry` seconds from the end of the last whole group
+it queued). It decides per event, on the event loop and cheaply:
+
+* skip mode (seed WL234/MDEV-225): events flagged 0x8000 (`LOG_EVENT_SKIP_REPLICATION_F`) are dropped in
+  FILTER_ON_SLAVE, and in FILTER_ON_MASTER too when the source ignored `SET skip_replication=1` (a source
+  answering 1193); in REPLICATE the group is applied with `skip_replication=1` on the target session. A group
+  whose events were all dropped still moves the stored position, and does not use up `sql_slave_skip_counter`;
+* ignorable events (WL#4033): a type the applier does not handle, flagged 0x80, is skipped (the position moves);
+  without the flag the channel stops with "Unknown event code" once everything before it is applied.
+
+The SQL side is a task that takes whole groups from a bounded queue (back-pressure on the source socket) and
+applies each in the channel's one worker thread (`applier/apply.py`). An apply error stops the channel with
+MariaDB's texts in `status()`; STOP waits for the group being applied, so nothing is ever half-applied.
+
+Names used by `applier/runner.py` and part B (`applier/admin.py`, `applier/status.py`): `Channel` with `name`,
+`config`, `running`, `start()`, `stop()`, `status() -> dict` (SHOW SLAVE STATUS fields), `exec_pos`, `read_pos`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Final
+
+from protocol.connection import ClientConfig, ReplicationClient, ReplicationError
+from protocol.constants import (
+    ANNOTATE_ROWS_EVENT,
+    APPEND_BLOCK_EVENT,
+    BEGIN_LOAD_QUERY_EVENT,
+    BINLOG_CHECKPOINT_EVENT,
+    CREATE_FILE_EVENT,
+    DELETE_FILE_EVENT,
+    EXEC_LOAD_EVENT,
+    EXECUTE_LOAD_QUERY_EVENT,
+    FL_STANDALONE,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    HEARTBEAT_LOG_EVENT,
+    INCIDENT_EVENT,
+    INTVAR_EVENT,
+    LOAD_EVENT,
+    LOG_EVENT_IGNORABLE_F,
+    LOG_EVENT_SKIP_REPLICATION_F,
+    NEW_LOAD_EVENT,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    RAND_EVENT,
+    ROTATE_EVENT,
+    ROWS_EVENT_TYPES,
+    START_ENCRYPTION_EVENT,
+    STMT_END_F,
+    STOP_EVENT,
+    TABLE_MAP_EVENT,
+    USER_VAR_EVENT,
+    XA_PREPARE_LOG_EVENT,
+    XID_EVENT,
+)
+from protocol.events import (
+    Event,
+    EventDecodeError,
+    Gtid,
+    GtidBody,
+    IncidentBody,
+    QueryBody,
+    RotateBody,
+    fde_checksum_alg,
+    parse_event,
+)
+
+from .apply import ApplyError, Group, TargetSession
+from .position import Position
+
+if TYPE_CHECKING:
+    from .config import ChannelConfig
+    from .runner import Applier
+
+log = logging.getLogger("binlogd.apply")
+
+QUEUE_GROUPS: Final = 256  # groups read ahead of the applier (bounded: back-pressure on the source)
+TABLES_INFO_EVENT: Final = 159  # binlogd's ignorable tables-info event (protocol/tables_info.py)
+ER_UNKNOWN_EVENT: Final = 1594  # ER_SLAVE_RELAY_LOG_READ_FAILURE, what MariaDB's SQL thread reports
+ER_SLAVE_INCIDENT: Final = 1590
+ER_NOT_SUPPORTED_YET: Final = 1235
+UNSUPPORTED: Final = {
+    LOAD_EVENT: "LOAD DATA (pre-5.0 Load)", CREATE_FILE_EVENT: "LOAD DATA (Create_file)", NEW_LOAD_EVENT: "LOAD DATA",
+    APPEND_BLOCK_EVENT: "LOAD DATA (Append_block)", EXEC_LOAD_EVENT: "LOAD DATA (Exec_load)",
+    DELETE_FILE_EVENT: "LOAD DATA (Delete_file)", BEGIN_LOAD_QUERY_EVENT: "LOAD DATA (Begin_load_query)",
+    EXECUTE_LOAD_QUERY_EVENT: "LOAD DATA (Execute_load_query)", XA_PREPARE_LOG_EVENT: "XA PREPARE",
+    START_ENCRYPTION_EVENT: "encrypted binlogs",
+}
+PREAMBLE: Final = frozenset({USER_VAR_EVENT, INTVAR_EVENT, RAND_EVENT, TABLE_MAP_EVENT, TABLES_INFO_EVENT})
+_STOP: Final = object()
+
+
+class ChannelFailure(Exception):
+    """Raised by the reader for an event the channel cannot go past; carries the SQL-side error."""
+
+    def __init__(self, error: ApplyError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class Channel:
+    def __init__(self, config: ChannelConfig, applier: Applier) -> None:
+        self.name = config.name
+        self.config = config
+        self.applier = applier
+        t = applier.config.target
+        self.session = TargetSession(t.host, t.port, t.user, t.password, config.name)
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix=f"apply-{config.name or 'default'}")
+        self.read_pos = Position()
+        self.exec_pos = Position()
+        self.io_state = ""
+        self.io_running = "No"
+        self.sql_running = False
+        self.last_io: tuple[int, str] = (0, "")
+        self.last_sql: tuple[int, str] = (0, "")
+        self.master_server_id = 0
+        self.last_event_ts = 0
+        self.skipped_ignorable = 0
+        self.skipped_flagged = 0
+        self._task: asyncio.Task[None] | None = None
+        self._queue: asyncio.Queue[Any] | None = None
+
+    # ---- control --------------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        self.last_io = self.last_sql = (0, "")
+        self._task = asyncio.create_task(self._run(), name=f"channel-{self.name}")
+
+    async def stop(self) -> None:
+        """STOP SLAVE: ends the reader at once and the applier after the group it is applying."""
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                    raise
+        self._task = None
+
+    async def reset(self) -> None:
+        """RESET SLAVE: forget the position (stored and in memory); the channel must be stopped."""
+        await self._thread(self.session.delete_position)
+        self.read_pos = Position()
+        self.exec_pos = Position()
+        self.last_io = self.last_sql = (0, "")
+
+    async def close(self) -> None:
+        await self.stop()
+        await self._thread(self.session.close)
+        await asyncio.to_thread(self.executor.shutdown, True)  # joining the worker must not block the loop
+
+    async def _thread(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    # ---- the two halves -------------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        self.sql_running = True
+        self.io_running = "Connecting"
+        reader: asyncio.Task[None] | None = None
+        applier: asyncio.Task[None] | None = None
+        try:
+            self.session.filters = self.applier.filters_for(self.name)
+            self.session.replicate_flagged = self.applier.skip_mode == "REPLICATE"
+            try:
+                stored = await self._thread(self.session.load_position)
+            except ApplyError as e:
+                self._sql_error(e)
+                return
+            self.exec_pos = stored or Position()
+            self.read_pos = self.exec_pos.copy()
+            self._queue = asyncio.Queue(QUEUE_GROUPS)
+            reader = asyncio.create_task(self._io_loop(self._queue))
+            applier = asyncio.create_task(self._sql_loop(self._queue))
+            await applier
+            if reader.done() and not reader.cancelled() and reader.exception() is not None:
+                raise reader.exception()  # type: ignore[misc]
+        except Exception as e:  # a bug, not a replication error: keep it visible in the status and the log
+            log.exception("channel %r: internal error", self.name)
+            self.last_sql = (1105, f"binlogd-apply internal error: {e!r}")
+        finally:
+            for t in (reader, applier):
+                if t is not None and not t.done():
+                    t.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await t
+            self.io_running = "No"
+            self.sql_running = False
+            self.io_state = ""
+
+    async def _sql_loop(self, q: asyncio.Queue[Any]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            item = await q.get()
+            if item is _STOP:
+                return
+            if isinstance(item, ApplyError):
+                self._sql_error(item)
+                return
+            g: Group = item
+            if g.events and self.applier.skip_counter > 0:
+                self.applier.skip_counter -= 1
+                g = Group(end=g.end)  # sql_slave_skip_counter: skipped, position still stored
+            fut = loop.run_in_executor(self.executor, self.session.apply, g)
+            try:
+                await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                try:  # STOP SLAVE waits for the group in flight: it commits whole or rolls back whole
+                    await fut
+                    self.exec_pos = g.end
+                except ApplyError:
+                    pass
+                raise
+            except ApplyError as e:
+                self._sql_error(e)
+                return
+            self.exec_pos = g.end
+            if g.events:
+                self.last_event_ts = g.events[-1].header.timestamp
+
+    def _sql_error(self, e: ApplyError) -> None:
+        self.sql_running = False  # before the error is visible: a status never shows an error with Running Yes
+        self.io_running = "No"  # the channel stops as a whole (its reader is cancelled next)
+        self.last_sql = (e.code, e.message)
+        log.error("channel %r: replication stopped at %s:%d: %s (%d)", self.name, self.exec_pos.file,
+                  self.exec_pos.pos, e.message, e.code)
+
+    async def _io_loop(self, q: asyncio.Queue[Any]) -> None:
+        cfg = self.config
+        src = cfg.source
+        try:
+            while True:
+                pos = self.read_pos
+                ccfg = ClientConfig(
+                    src.host, src.port, cfg.server_id or self.applier.config.server_id, src.user, src.password,
+                    heartbeat_s=cfg.heartbeat_s, skip_replication=self.applier.skip_mode == "FILTER_ON_MASTER",
+                    gtid=pos.gtid_text() if cfg.gtid else None,
+                )
+                self.io_running = "Connecting"
+                self.io_state = "Connecting to master"
+                try:
+                    client = await ReplicationClient.connect(ccfg)
+                    try:
+                        await client.start_dump("" if cfg.gtid else pos.file, 4 if cfg.gtid else pos.pos)
+                        self.io_running = "Yes"
+                        self.io_state = "Waiting for master to send event"
+                        self.last_io = (0, "")
+                        log.info("channel %r: replicating from %s at %s", self.name, src,
+                                 pos.gtid_text() if cfg.gtid else f"{pos.file or '(first binlog)'}:{pos.pos}")
+                        await self._consume(client, q)
+                    finally:
+                        await client.close()
+                    raise ReplicationError(2013, "the source ended the binlog dump")
+                except ReplicationError as e:
+                    self.last_io = (e.code, e.message)
+                    log.warning("channel %r: source error %d: %s%s", self.name, e.code, e.message,
+                                "" if e.fatal else f"; reconnecting in {cfg.retry_s:g} s")
+                    if e.fatal:
+                        break
+                self.io_state = "Waiting to reconnect after a failed read"
+                await asyncio.sleep(cfg.retry_s)
+        except ChannelFailure as f:
+            self.last_io = (0, "")
+            await q.put(f.error)
+            return
+        await q.put(_STOP)
+
+    async def _consume(self, client: ReplicationClient, q: asyncio.Queue[Any]) -> None:
+        """Group the event stream; each whole group is queued with the position just after it."""
+        alg = client.checksum_alg_before_fd  # the fake ROTATE comes before the FDE
+        cur = self.read_pos.copy()
+        g: Group | None = None
+        mode = self.applier.skip_mode
+        drop_flagged = mode in ("FILTER_ON_SLAVE", "FILTER_ON_MASTER")
+
+        async def emit(group: Group) -> None:
+            group.end = cur.copy()
+            await q.put(group)
+            self.read_pos = group.end
+
+        async for raw in client.events():
+            typ = raw[4]
+            if typ == HEARTBEAT_LOG_EVENT:
+                continue
+            if typ == FORMAT_DESCRIPTION_EVENT:
+                alg = fde_checksum_alg(raw)
+                self.master_server_id = int.from_bytes(raw[5:9], "little")
+                continue
+            try:
+                ev = parse_event(raw, alg)
+            except EventDecodeError as e:
+                raise ChannelFailure(ApplyError(ER_UNKNOWN_EVENT, f"Relay log read failure: could not parse the "
+                                                                  f"event after {cur.file}:{cur.pos}: {e}")) from None
+            h = ev.header
+            if typ == ROTATE_EVENT:
+                assert isinstance(ev.body, RotateBody)
+                cur.file = ev.body.next_file.decode("utf-8", "replace")
+                cur.pos = ev.body.position
+                if g is None:
+                    self.read_pos = cur.copy()
+                continue
+            if h.log_pos:
+                cur.pos = h.log_pos
+            flagged = bool(h.flags & LOG_EVENT_SKIP_REPLICATION_F)
+            drop = flagged and drop_flagged
+            if drop:
+                self.skipped_flagged += 1
+            if typ == GTID_EVENT:
+                assert isinstance(ev.body, GtidBody)
+                if g is not None:
+                    log.warning("channel %r: group before %s:%d has no end; discarded", self.name, cur.file, cur.pos)
+                gtid = Gtid(ev.body.domain_id, h.server_id, ev.body.seq_no)
+                cur.gtids[gtid.domain_id] = gtid
+                g = Group(gtid=gtid, transactional=not ev.body.flags2 & FL_STANDALONE, flagged=flagged)
+                continue
+            if typ in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
+                assert isinstance(ev.body, QueryBody)
+                word = ev.body.query.strip().upper()
+                if g is None:
+                    g = Group(transactional=word == b"BEGIN", flagged=flagged)
+                    if word == b"BEGIN":
+                        continue
+                if word == b"BEGIN":
+                    continue
+                if word in (b"COMMIT", b"ROLLBACK"):
+                    g.rollback = word == b"ROLLBACK"
+                    await emit(g)
+                    g = None
+                    continue
+                if not drop:
+                    g.events.append(ev)
+                    g.flagged |= flagged
+                if not g.transactional:
+                    await emit(g)
+                    g = None
+                continue
+            if typ == XID_EVENT:
+                await emit(g or Group())
+                g = None
+                continue
+            if typ in PREAMBLE or typ in ROWS_EVENT_TYPES:
+                if g is None:
+                    g = Group(flagged=flagged)
+                if not drop:
+                    g.events.append(ev)
+                    g.flagged |= flagged
+                if typ in ROWS_EVENT_TYPES and not g.transactional and _stmt_end(ev):
+                    await emit(g)
+                    g = None
+                continue
+            if typ == ANNOTATE_ROWS_EVENT:
+                continue
+            if typ in (GTID_LIST_EVENT, BINLOG_CHECKPOINT_EVENT, STOP_EVENT):
+                if g is None and (cur.file, cur.pos) != (self.read_pos.file, self.read_pos.pos):
+                    await emit(Group())  # position only (FILTER_ON_MASTER: binlogd's fake GTID_LIST at the end)
+                continue
+            if typ == INCIDENT_EVENT:
+                assert isinstance(ev.body, IncidentBody)
+                text = ev.body.message.decode(errors="replace")
+                raise ChannelFailure(ApplyError(ER_SLAVE_INCIDENT, f"The incident LOST_EVENTS occurred on the master. "
+                                                                   f"Message: {text}"))
+            if typ in UNSUPPORTED:
+                raise ChannelFailure(ApplyError(ER_NOT_SUPPORTED_YET, f"{UNSUPPORTED[typ]} events are not supported "
+                                                                      f"by binlogd-apply (at {cur.file} end_log_pos "
+                                                                      f"{h.log_pos})"))
+            if h.flags & LOG_EVENT_IGNORABLE_F:
+                self.skipped_ignorable += 1
+                log.info("channel %r: skipped ignorable event of unknown type %d at %s end_log_pos %d", self.name,
+                         typ, cur.file, h.log_pos)
+                if g is None and (cur.file, cur.pos) != (self.read_pos.file, self.read_pos.pos):
+                    await emit(Group())
+                continue
+            raise ChannelFailure(ApplyError(ER_UNKNOWN_EVENT, f"Unknown event code {typ} (not ignorable) in "
+                                                              f"{cur.file} at end_log_pos {h.log_pos}: the applier "
+                                                              f"cannot apply it and stopped before it"))
+
+    # ---- status ---------------------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The MariaDB 10.11 SHOW SLAVE STATUS fields for this channel (Replicate_* from its filters)."""
+        src = self.config.source
+        io_errno, io_error = self.last_io
+        sql_errno, sql_error = self.last_sql
+        running = self.running
+        behind: int | None = None
+        if running and self.io_running == "Yes":
+            q = self._queue
+            behind = max(0, int(time.time()) - self.last_event_ts) if q is not None and q.qsize() else 0
+        st: dict[str, Any] = {
+            "Connection_name": self.name,
+            "Slave_IO_State": self.io_state if running else "",
+            "Master_Host": src.host,
+            "Master_User": src.user,
+            "Master_Port": src.port,
+            "Connect_Retry": int(self.config.retry_s),
+            "Master_Log_File": self.read_pos.file,
+            "Read_Master_Log_Pos": self.read_pos.pos,
+            "Relay_Log_File": "",
+            "Relay_Log_Pos": 0,
+            "Relay_Master_Log_File": self.exec_pos.file,
+            "Slave_IO_Running": self.io_running if running else "No",
+            "Slave_SQL_Running": "Yes" if running and self.sql_running else "No",
+            "Last_Errno": sql_errno,
+            "Last_Error": sql_error,
+            "Skip_Counter": self.applier.skip_counter,
+            "Exec_Master_Log_Pos": self.exec_pos.pos,
+            "Seconds_Behind_Master": behind,
+            "Last_IO_Errno": io_errno,
+            "Last_IO_Error": io_error,
+            "Last_SQL_Errno": sql_errno,
+            "Last_SQL_Error": sql_error,
+            "Master_Server_Id": self.master_server_id,
+            "Using_Gtid": "Slave_Pos" if self.config.gtid else "No",
+            "Gtid_IO_Pos": self.read_pos.gtid_text(),
+            "Gtid_Slave_Pos": self.exec_pos.gtid_text(),
+            "Slave_SQL_Running_State": self.session.current or ("Slave has read all relay log; waiting for more "
+                                                                "updates" if running else ""),
+            "Replicate_Events_Marked_For_Skip": self.applier.skip_mode,
+            "Events_Skipped_Flagged": self.skipped_flagged,
+            "Events_Skipped_Ignorable": self.skipped_ignorable,
+            "Rows_Applied": self.session.rows_applied,
+            "Groups_Applied": self.session.groups_applied,
+        }
+        fs = self.applier.filters_for(self.name)
+        if fs is not None:
+            st.update(fs.status_columns())
+        return st
+
+
+def _stmt_end(ev: Event) -> bool:
+    return bool(getattr(ev.body, "flags", 0) & STMT_END_F)

@@ -1,0 +1,174 @@
+"""`binlogd-apply`: a replica process applying one or more sources (channels) to a MariaDB/MySQL target.
+
+Bad options end with a one-line message and exit status 2 (argparse's convention); `--help` teaches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from .config import (
+    FILTER_OPTIONS,
+    ApplierConfig,
+    ConfigError,
+    parse_channel,
+    parse_endpoint,
+    parse_filter_option,
+    parse_skip_mode,
+)
+
+DESCRIPTION = """\
+Apply the binlogs of one or more primaries (real MariaDB/MySQL or binlogd) to a target MariaDB/MySQL server,
+like a multi-source MariaDB replica: one channel per source, each with its own position (stored in the target in
+the same transaction as the changes it applies: binlogd_apply.channel_position) and its own replication filters.
+"""
+
+EPILOG = """\
+channels:
+  --channel NAME=mysql://USER:PASS@HOST:PORT[?gtid=slave_pos|no&heartbeat=S&retry=S&server_id=N]
+      NAME '' (written --channel =mysql://...) is the default channel. gtid=slave_pos (the default) connects with
+      the stored GTID position (MASTER_USE_GTID=slave_pos); gtid=no uses the stored file/position. A channel
+      with no stored position starts at the beginning of the source's first binlog. heartbeat (default 5 s) is
+      MASTER_HEARTBEAT_PERIOD, retry (default 1 s) MASTER_CONNECT_RETRY.
+
+filters (seed WL#7361; repeat an option for several rules, each applies to statement and row events):
+  --replicate-do-db=[CHANNEL:]DB          --replicate-ignore-db=[CHANNEL:]DB
+  --replicate-do-table=[CHANNEL:]DB.T     --replicate-ignore-table=[CHANNEL:]DB.T
+  --replicate-wild-do-table=[CHANNEL:]DB%.T%   --replicate-wild-ignore-table=[CHANNEL:]DB%.T%
+  --replicate-rewrite-db=[CHANNEL:]FROM->TO
+  Without a CHANNEL: prefix a rule is global; a channel without rules of a type copies the global ones. The
+  first colon separates the channel (a rule for an unknown channel is discarded with a warning).
+
+events marked for skip (seed WL234, flag 0x8000 set by SET skip_replication=1 on the source):
+  REPLICATE         apply them, with skip_replication=1 on the target session (the target's binlog keeps the flag)
+  FILTER_ON_SLAVE   the applier drops them (not counted against sql_slave_skip_counter)
+  FILTER_ON_MASTER  ask the source not to send them (SET skip_replication=1); drop them locally too if it ignores it
+
+examples:
+  binlogd-apply --target mysql://root:secret@127.0.0.1:3306 --channel =mysql://repl:pw@10.0.0.5:3306
+  binlogd-apply --target mysql://root@127.0.0.1:3306 \\
+      --channel a=mysql://root@10.0.0.5:3306 --channel 'b=mysql://root@10.0.0.6:3306?gtid=no' \\
+      --replicate-do-db=a:sales --replicate-rewrite-db='b:crm->crm_b' \\
+      --replicate-events-marked-for-skip=FILTER_ON_SLAVE --admin-port 3390
+  then: mariadb -h127.0.0.1 -P3390 -uroot -e "SHOW ALL SLAVES STATUS\\G"
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="binlogd-apply", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--target", required=True, metavar="URL",
+                   help="the server to apply to: mysql://USER:PASS@HOST:PORT (needs SUPER or BINLOG ADMIN for "
+                        "SET skip_replication, and CREATE on binlogd_apply)")
+    p.add_argument("--channel", action="append", required=True, metavar="NAME=URL",
+                   help="a source (repeat for multi-source); see 'channels' below")
+    for opt in FILTER_OPTIONS:
+        p.add_argument(f"--{opt}", action="append", default=[], metavar="[CHANNEL:]RULE", dest=opt.replace("-", "_"),
+                       help=argparse.SUPPRESS)
+    p.add_argument("--replicate-events-marked-for-skip", default="REPLICATE", metavar="MODE",
+                   help="REPLICATE (default), FILTER_ON_SLAVE or FILTER_ON_MASTER; see below")
+    p.add_argument("--server-id", type=int, default=1001, metavar="N",
+                   help="server_id the applier registers with on every source (default 1001; must differ from "
+                        "the sources' own and from other replicas')")
+    p.add_argument("--admin-port", type=int, metavar="P",
+                   help="serve the admin SQL port (SHOW SLAVE STATUS, START/STOP SLAVE, CHANGE REPLICATION "
+                        "FILTER, ...) on 127.0.0.1:P")
+    p.add_argument("--admin-bind", default="127.0.0.1", metavar="ADDR", help="address of the admin port")
+    p.add_argument("--no-start", action="store_true",
+                   help="do not start the channels (start them with START SLAVE on the admin port)")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> ApplierConfig:
+    target = parse_endpoint(args.target, "--target")
+    channels = [parse_channel(c) for c in args.channel]
+    names = [c.name for c in channels]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ConfigError(f"--channel: channel name {sorted(dup)[0]!r} given twice")
+    filters: list[tuple[str, str]] = []
+    for opt in FILTER_OPTIONS:
+        for value in getattr(args, opt.replace("-", "_")):
+            filters.append(parse_filter_option(opt, value))
+    if not 1 <= args.server_id < 1 << 32:
+        raise ConfigError("--server-id must be in 1..4294967295")
+    if args.admin_port is not None and not 0 <= args.admin_port <= 65535:
+        raise ConfigError("--admin-port must be a TCP port (0-65535)")
+    return ApplierConfig(target, channels, filters, parse_skip_mode(args.replicate_events_marked_for_skip),
+                         args.admin_port, args.admin_bind, args.server_id)
+
+
+def _ordered_filter_options(argv: Sequence[str]) -> list[str]:
+    """The filter options in command-line order (argparse groups them by option; WL#7361 keeps the order)."""
+    out = []
+    for a in argv:
+        name = a.split("=", 1)[0].lstrip("-")
+        if name in FILTER_OPTIONS:
+            out.append(name)
+    return out
+
+
+async def run(cfg: ApplierConfig, start: bool = True) -> int:
+    from .filters import FilterError
+    from .runner import Applier
+
+    try:
+        applier = Applier(cfg)
+    except (FilterError, ValueError) as e:
+        print(f"binlogd-apply: {e}", file=sys.stderr)
+        return 2
+    admin = None
+    if cfg.admin_port is not None:
+        from .admin import start_admin
+
+        try:
+            admin = await start_admin(applier, cfg.admin_port, cfg.admin_bind)
+        except OSError as e:
+            print(f"binlogd-apply: cannot listen on {cfg.admin_bind}:{cfg.admin_port}: {e.strerror}", file=sys.stderr)
+            return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    if start:
+        await applier.start_all()
+    logging.getLogger("binlogd.apply").info("binlogd-apply: %d channel(s) -> %s", len(applier.channels), cfg.target)
+    await stop.wait()
+    if admin is not None:
+        admin.close()
+    await applier.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = config_from_args(args)
+    except ConfigError as e:
+        parser.error(str(e))
+    # keep the filter rules in command-line order across option types
+    order = _ordered_filter_options(argv)
+    if order:
+        by_kind: dict[str, list[tuple[str, str]]] = {}
+        for kind, value in cfg.filters:
+            by_kind.setdefault(kind, []).append((kind, value))
+        cfg.filters = [by_kind[FILTER_OPTIONS[o]].pop(0) for o in order if by_kind.get(FILTER_OPTIONS[o])]
+    try:
+        return asyncio.run(run(cfg, start=not args.no_start))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Option parsing for `binlogd-apply`: the target URL, `--channel NAME=URL[?params]`, filter options, skip mode.
+
+Everything here is pure (no I/O) so that a bad option becomes a `ConfigError` whose text the CLI prints
+before exiting with status 2. Names used by the rest of the applier: `Endpoint`, `ChannelConfig`,
+`ApplierConfig`, `SKIP_MODES`, `FILTER_OPTIONS`, `parse_endpoint`, `parse_channel`, `parse_filter_option`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+from urllib.parse import parse_qs, unquote, urlsplit
+
+SKIP_MODES: Final = ("REPLICATE", "FILTER_ON_SLAVE", "FILTER_ON_MASTER")
+
+# option name (without the leading dashes) -> FilterType member name of applier/filters.py
+FILTER_OPTIONS: Final = {
+    "replicate-do-db": "DO_DB",
+    "replicate-ignore-db": "IGNORE_DB",
+    "replicate-do-table": "DO_TABLE",
+    "replicate-ignore-table": "IGNORE_TABLE",
+    "replicate-wild-do-table": "WILD_DO_TABLE",
+    "replicate-wild-ignore-table": "WILD_IGNORE_TABLE",
+    "replicate-rewrite-db": "REWRITE_DB",
+}
+
+CHANNEL_PARAMS: Final = ("gtid", "heartbeat", "retry", "server_id")
+DEFAULT_PORT: Final = 3306
+
+
+class ConfigError(ValueError):
+    """A bad command-line value; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: str
+    port: int
+    user: str = "root"
+    password: str = ""
+
+    def __str__(self) -> str:
+        return f"mysql://{self.user}@{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelConfig:
+    """One source. `gtid`: connect with @slave_connect_state (MASTER_USE_GTID=slave_pos) or by file/pos."""
+
+    name: str
+    source: Endpoint
+    gtid: bool = True
+    heartbeat_s: float = 5.0
+    retry_s: float = 1.0  # MASTER_CONNECT_RETRY
+    server_id: int | None = None  # None: the applier's --server-id
+
+
+@dataclass
+class ApplierConfig:
+    target: Endpoint
+    channels: list[ChannelConfig]
+    filters: list[tuple[str, str]] = field(default_factory=list)  # (FilterType name, "[channel:]value")
+    skip_mode: str = "REPLICATE"
+    admin_port: int | None = None
+    admin_bind: str = "127.0.0.1"
+    server_id: int = 1001
+
+
+def parse_endpoint(url: str, what: str = "URL") -> Endpoint:
+    """mysql://USER[:PASS]@HOST[:PORT] (user defaults to root, port to 3306; %-escapes allowed)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as e:
+        raise ConfigError(f"{what} {url!r}: {e}") from None
+    if parts.scheme not in ("mysql", "mariadb"):
+        raise ConfigError(f"{what} {url!r}: expected mysql://USER:PASS@HOST:PORT")
+    if not parts.hostname:
+        raise ConfigError(f"{what} {url!r}: no host")
+    if parts.path not in ("", "/"):
+        raise ConfigError(f"{what} {url!r}: a database path is not allowed")
+    return Endpoint(parts.hostname, port or DEFAULT_PORT, unquote(parts.username or "root"),
+                    unquote(parts.password or ""))
+
+
+def parse_channel(spec: str) -> ChannelConfig:
+    """NAME=URL[?gtid=slave_pos|no&heartbeat=S&retry=S&server_id=N]; an empty NAME is the default channel."""
+    name, sep, url = spec.partition("=")
+    if not sep:
+        raise ConfigError(f"--channel {spec!r}: expected NAME=mysql://USER:PASS@HOST:PORT (NAME may be empty)")
+    if len(name) > 64:
+        raise ConfigError(f"--channel {spec!r}: channel names are at most 64 characters")
+    base, _, query = url.partition("?")
+    source = parse_endpoint(base, f"--channel {name!r}")
+    params = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True, strict_parsing=False).items()}
+    for k in params:
+        if k not in CHANNEL_PARAMS:
+            raise ConfigError(f"--channel {name!r}: unknown parameter {k!r} (known: {', '.join(CHANNEL_PARAMS)})")
+    gtid = params.get("gtid", "slave_pos")
+    if gtid not in ("slave_pos", "no"):
+        raise ConfigError(f"--channel {name!r}: gtid must be slave_pos or no, not {gtid!r}")
+    try:
+        heartbeat = float(params.get("heartbeat", 5.0))
+        retry = float(params.get("retry", 1.0))
+        server_id = int(params["server_id"]) if "server_id" in params else None
+    except ValueError as e:
+        raise ConfigError(f"--channel {name!r}: {e}") from None
+    if not 0 < heartbeat <= 4294967 or not 0 < retry <= 86400:
+        raise ConfigError(f"--channel {name!r}: heartbeat and retry must be positive seconds")
+    if server_id is not None and not 1 <= server_id < 1 << 32:
+        raise ConfigError(f"--channel {name!r}: server_id must be in 1..4294967295")
+    return ChannelConfig(name, source, gtid == "slave_pos", heartbeat, retry, server_id)
+
+
+def parse_filter_option(option: str, value: str) -> tuple[str, str]:
+    """('replicate-do-db', 'c1:db1') -> ('DO_DB', 'c1:db1'); the channel prefix is FilterRegistry's business."""
+    kind = FILTER_OPTIONS.get(option.lstrip("-").replace("_", "-"))
+    if kind is None:
+        raise ConfigError(f"unknown filter option {option!r}")
+    if not value:
+        raise ConfigError(f"--{option}: empty value")
+    return kind, value
+
+
+def parse_skip_mode(value: str) -> str:
+    mode = value.upper()
+    if mode not in SKIP_MODES:
+        raise ConfigError(f"--replicate-events-marked-for-skip: {value!r} is not one of {', '.join(SKIP_MODES)}")
+    return mode

@@ -1,0 +1,200 @@
+"""Audit scale: `binlogd-audit` over N binlog events (default 10 million) and their real ledger, 1 vs 2 cores.
+
+1. Writes a binlog directory of N events: the MariaDB 10.11 oracle's transactions (ROW + annotate, DDL, user
+   variables, groups under skip_replication) repeated with fresh GTIDs, positions and CRCs, files of ~100 MB.
+2. Serves it with binlogd (`--ledger`) and drains two non-blocking dumps through it (capability 4, and
+   capability 4 + skip_replication), so the ledger is binlogd's own.
+3. Runs `binlogd-audit` (a fresh JVM each) with `--master local[1]` and `local[2]`: wall time, events/s, speed-up.
+
+    .venv/bin/python -m benchmarks.audit_scale [--events 10000000] [--work DIR] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pymysql
+
+REPO = Path(__file__).resolve().parents[1]
+ORACLE = Path(os.environ.get("BINLOGD_ORACLE_DIR") or REPO.parent / "shared" / "oracle" / "mariadb-10.11" / "dump")
+_HDR = struct.Struct("<IBIIIH")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+FILE_EVENTS = 1_800_000
+
+
+def _events(data: bytes, start: int, stop: int) -> list[bytes]:
+    out, p = [], start
+    while p < stop:
+        length = _HDR.unpack_from(data, p)[3]
+        out.append(data[p : p + length])
+        p += length
+    return out
+
+
+def write_binlogs(out: Path, n_events: int) -> tuple[list[str], int]:
+    """N events in files of ~FILE_EVENTS, patched copies of the oracle's first file (header + transactions)."""
+    src = (ORACLE / "mysql-bin.000001").read_bytes()
+    header = _events(src, 4, 328)  # FDE, GTID_LIST, BINLOG_CHECKPOINT
+    cycle = _events(src, 328, 3246)  # 12 transactions, 4 of them under skip_replication
+    rotate_tpl = _events(src, 3246, len(src))[0]
+    out.mkdir(parents=True, exist_ok=True)
+    names: list[str] = []
+    seq = 0
+    written = 0
+    fileno = 0
+    while written < n_events:
+        fileno += 1
+        name = f"mysql-bin.{fileno:06d}"
+        names.append(name)
+        buf = bytearray(b"\xfebin")
+        for ev in header:
+            buf += ev
+        in_file = len(header)
+        written += len(header)
+        last_file = False
+        while in_file < FILE_EVENTS and written < n_events - 1:
+            for ev in cycle:
+                pos = len(buf)
+                buf += ev
+                _U32.pack_into(buf, pos + 13, pos + len(ev))
+                if ev[4] == 162:  # GTID: a fresh seq_no
+                    seq += 1
+                    _U64.pack_into(buf, pos + 19, seq)
+                buf[-4:] = _U32.pack(zlib.crc32(memoryview(buf)[pos : len(buf) - 4]))
+            in_file += len(cycle)
+            written += len(cycle)
+        if written >= n_events - 1:
+            last_file = True
+        if not last_file:
+            nxt = f"mysql-bin.{fileno + 1:06d}".encode()
+            body = _U64.pack(4) + nxt
+            pos = len(buf)
+            ev = bytearray(rotate_tpl[:19]) + body + b"\0\0\0\0"
+            _U32.pack_into(ev, 9, len(ev))
+            _U32.pack_into(ev, 13, pos + len(ev))
+            ev[-4:] = _U32.pack(zlib.crc32(ev[:-4]))
+            buf += ev
+            written += 1
+        (out / name).write_bytes(buf)
+        if last_file:
+            break
+    (out / "mysql-bin.index").write_text("".join(f"./{n}\n" for n in names))
+    return names, written
+
+
+def drain_dump(host: str, port: int, statements: list[str], server_id: int, file: str) -> tuple[int, int]:
+    """A non-blocking COM_BINLOG_DUMP read to its EOF packet, bytes discarded: (events, bytes)."""
+    conn = pymysql.connect(host=host, port=port, user="root", password="", autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            for s in statements:
+                cur.execute(s)
+        sock: socket.socket = conn._sock  # type: ignore[attr-defined]
+        payload = struct.pack("<BIHI", 0x12, 4, 1, server_id) + file.encode()
+        sock.sendall(struct.pack("<I", len(payload)) + payload)
+        buf = bytearray()
+        events = total = 0
+        p = 0
+        while True:
+            chunk = sock.recv(4 << 20)
+            if not chunk:
+                raise ConnectionError("binlogd closed the dump before its EOF")
+            buf += chunk
+            total += len(chunk)
+            n = len(buf)
+            while n - p >= 4:
+                w = int.from_bytes(buf[p : p + 3], "little")
+                if n - p - 4 < w:
+                    break
+                first = buf[p + 4]
+                if first == 0xFF:
+                    raise RuntimeError(f"dump error: {bytes(buf[p + 4 : p + 4 + w])!r}")
+                if first == 0xFE and w < 9:
+                    return events, total
+                events += 1
+                p += 4 + w
+            del buf[:p]
+            p = 0
+    finally:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+def make_ledger(binlogs: Path, ledger: Path, first: str) -> dict[str, float]:
+    from tests.harness import Binlogd
+
+    log = ledger.parent / "binlogd.log"
+    srv = Binlogd.start(["--binlog-dir", str(binlogs), "--server-id", "100", "--ledger", str(ledger)], None,
+                        log_path=log)
+    out: dict[str, float] = {}
+    try:
+        for sid, stmts in ((21, ["SET @mariadb_slave_capability=4"]),
+                           (22, ["SET @mariadb_slave_capability=4", "SET skip_replication=1"])):
+            t = time.monotonic()
+            ev, by = drain_dump(srv.host, srv.port, ["SET @master_binlog_checksum=@@global.binlog_checksum", *stmts],
+                                sid, first)
+            out[f"dump server_id {sid}"] = round(time.monotonic() - t, 1)
+            print(f"  dump server_id {sid}: {ev:,} events, {by / 1e6:.0f} MB in {out[f'dump server_id {sid}']} s",
+                  flush=True)
+    finally:
+        srv.stop()
+    return out
+
+
+def run_audit(binlogs: Path, ledger: Path, out: Path, master: str) -> tuple[float, int, dict]:
+    cmd = [sys.executable, "-m", "spark_analytics.cli", "--binlog-dir", str(binlogs), "--ledger", str(ledger),
+           "--out", str(out), "--master", master, "--quiet", "--driver-memory", "6g"]
+    t = time.monotonic()
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    wall = time.monotonic() - t
+    if p.returncode == 2:
+        raise SystemExit(f"audit failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return wall, p.returncode, json.loads((out / "summary.json").read_text())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=10_000_000, help="binlog events to generate (default 10 million)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/binlogd-audit-bench"), help="scratch directory")
+    ap.add_argument("--masters", default="local[1],local[2]", help="Spark masters to compare")
+    ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = ap.parse_args()
+    sys.path.insert(0, str(REPO))
+    shutil.rmtree(args.work, ignore_errors=True)
+    binlogs, ledger = args.work / "binlogs", args.work / "ledger"
+    t = time.monotonic()
+    names, n = write_binlogs(binlogs, args.events)
+    size = sum((binlogs / f).stat().st_size for f in names)
+    print(f"binlogs: {n:,} events, {len(names)} files, {size / 1e6:.0f} MB, written in {time.monotonic() - t:.0f} s",
+          flush=True)
+    make_ledger(binlogs, ledger, names[0])
+    lsize = sum(p.stat().st_size for p in ledger.glob("*.jsonl"))
+    print(f"ledger: {lsize / 1e6:.0f} MB", flush=True)
+    results = {}
+    for master in args.masters.split(","):
+        wall, rc, summary = run_audit(binlogs, ledger, args.work / f"out-{master}", master)
+        results[master] = wall
+        print(f"{master}: {wall:.0f} s wall, {n / wall:,.0f} binlog events/s, exit {rc}, "
+              f"{summary['ledger']['records']:,} ledger records, consistent={summary['consistent']}", flush=True)
+    if len(results) == 2:
+        (m1, a), (m2, b) = results.items()
+        print(f"speed-up {m1} -> {m2}: {a / b:.2f}x")
+    if not args.keep:
+        shutil.rmtree(args.work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+"""Relay mode: added latency (upstream commit -> a downstream reader of binlogd receives the event) with 1 and 20
+downstream readers, and relay throughput vs the upstream's own dump rate, in one run.
+
+Run from the repository root (see benchmarks/README.md)::
+
+    python -m benchmarks.relay_latency [--events N] [--readers 1,20] [--txns K] [--interval-ms MS] [--keep]
+
+1. Throughput. The cached binlog of `benchmarks.dump_throughput` (N events, default 300 000, generated once by a
+   real MariaDB) is served by a real MariaDB 10.11 primary (copies of the files). Its own dump rate: one
+   `mariadb-binlog --raw --to-last-log` client (C, output on tmpfs) reads everything. The relay rate: a
+   `binlogd serve --upstream` with an empty datadir (on tmpfs too) replicates everything: from the moment its
+   log says "requesting binlog dump" to the moment its SHOW MASTER STATUS equals the upstream's. Every stored
+   file is then compared with the upstream's (only the FDE in-use flag may differ).
+2. Latency. With that relay caught up and still connected, R readers (`protocol.connection.ReplicationClient`,
+   capability 4, file/pos at binlogd's end) follow binlogd, and one more reader follows the upstream directly
+   (the baseline: what the upstream's own dump costs). K single-row transactions are committed on the upstream,
+   one every --interval-ms. Each reader notes the monotonic time it receives each transaction's XID event.
+   Reported per reader count: p50/p99 of commit-returned -> received via binlogd, of the same directly from the
+   upstream, and of the difference per transaction and reader (the latency binlogd adds).
+
+All readers share one asyncio loop in this process (the loop's own scheduling is part of both figures).
+Results: a table, and JSON in benchmarks/results/relay_latency-<timestamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from protocol.connection import ClientConfig, ReplicationClient
+from protocol.constants import GTID_EVENT, LOG_EVENT_BINLOG_IN_USE_F, XID_EVENT
+from protocol.gtid import peek_gtid
+from tests.harness import Binlogd, MariaDB, find_binary, make_primary_from_binlogs
+
+from .dump_throughput import (
+    DEFAULT_CACHE_DIR,
+    DEFAULT_MAX_BINLOG_SIZE,
+    FDE_FLAGS_BYTE,
+    MB,
+    RESULTS_DIR,
+    _progress,
+    build_binlogs,
+    client_command,
+)
+
+DEFAULT_EVENTS = 300_000
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def relay_status(server: Binlogd) -> dict[str, Any]:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW SLAVE STATUS")
+            row = cur.fetchone()
+            return {} if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+    finally:
+        conn.close()
+
+
+def master_status(server: Binlogd) -> tuple[str, int] | None:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW MASTER STATUS")
+            row = cur.fetchone()
+            return None if row is None else (str(row[0]), int(row[1]))
+    finally:
+        conn.close()
+
+
+def _log_time(log: str, marker: str) -> float:
+    """Epoch seconds of the first log line containing `marker` (binlogd's `%(asctime)s` format, local time)."""
+    for line in log.splitlines():
+        if marker in line:
+            stamp = line[:23]
+            return dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    raise RuntimeError(f"no {marker!r} in binlogd's log")
+
+
+def same_file(mine: Path, theirs: Path) -> str | None:
+    """None when the relay's copy equals the upstream's file, the FDE in-use flag of both ignored."""
+    a, b = bytearray(mine.read_bytes()), bytearray(theirs.read_bytes())
+    for buf in (a, b):
+        if len(buf) > FDE_FLAGS_BYTE:
+            buf[FDE_FLAGS_BYTE] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
+    if a == b:
+        return None
+    at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+    return f"{mine.name}: differs from the upstream's at offset {at} ({len(a)} vs {len(b)} bytes)"
+
+
+# ---- throughput -----------------------------------------------------------------------------------------
+
+
+def upstream_dump_rate(upstream: MariaDB, binary: str, out: Path) -> float:
+    """Seconds one mariadb-binlog client needs to read the upstream's whole binlog."""
+    out.mkdir()
+    first = upstream.binary_logs()[0][0]
+    t0 = time.monotonic()
+    subprocess.run(client_command(binary, upstream.port, out, first), check=True, capture_output=True)
+    return time.monotonic() - t0
+
+
+def relay_catch_up(upstream: MariaDB, datadir: Path, log_path: Path, console: Console) -> tuple[Binlogd, float]:
+    """Start a relay on an empty datadir; seconds from its dump request to having stored everything."""
+    relay = Binlogd.start(["--upstream", f"mysql://root:@127.0.0.1:{upstream.port}", "--datadir", str(datadir),
+                           "--server-id", "100", "--upstream-heartbeat", "5"], log_path=log_path)
+    target = upstream.master_status()
+    with _progress(console) as progress:
+        task = progress.add_task("relay catching up", total=None)
+        while master_status(relay) != target:
+            st = relay_status(relay)
+            if st.get("Slave_IO_Running") == "No":
+                raise RuntimeError(f"relay stopped: {st.get('Last_IO_Error')}")
+            progress.update(task, description=f"relay catching up: {st.get('Master_Log_File')}:"
+                            f"{st.get('Read_Master_Log_Pos')}")
+            time.sleep(0.02)
+    done = time.time()
+    return relay, done - _log_time(relay.log_text(), "requesting binlog dump")
+
+
+# ---- latency --------------------------------------------------------------------------------------------
+
+
+class Reader:
+    """One replication client noting when each transaction's XID arrives, keyed by its GTID seq_no."""
+
+    def __init__(self, host: str, port: int, server_id: int, file: str, pos: int) -> None:
+        self.cfg = ClientConfig(host=host, port=port, server_id=server_id, heartbeat_s=5.0)
+        self.file, self.pos = file, pos
+        self.seen: dict[int, float] = {}
+        self.ready = asyncio.Event()
+
+    async def run(self) -> None:
+        client = await ReplicationClient.connect(self.cfg)
+        await client.start_dump(self.file, self.pos)
+        self.ready.set()
+        seq = -1
+        async for ev in client.events():
+            if ev[4] == GTID_EVENT:
+                seq = peek_gtid(ev)[2]
+            elif ev[4] == XID_EVENT:
+                self.seen[seq] = time.monotonic()
+
+
+def measure_latency(upstream: MariaDB, relay: Binlogd, readers: int, txns: int, interval: float) -> dict[str, Any]:
+    """K paced commits on the upstream; per transaction and reader: commit -> received (binlogd, direct)."""
+    up_file, up_pos = upstream.master_status()
+    rl_file, rl_pos = master_status(relay) or ("", 4)
+    direct = Reader(upstream.host, upstream.port, 900, up_file, up_pos)
+    via = [Reader(relay.host, relay.port, 1000 + i, rl_file, rl_pos) for i in range(readers)]
+    loop = asyncio.new_event_loop()
+    tasks: list[asyncio.Task[None]] = []
+
+    def run_loop() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_forever()
+
+    thread = threading.Thread(target=run_loop, daemon=True)
+    thread.start()
+
+    async def start_all() -> None:
+        for r in [direct, *via]:
+            tasks.append(asyncio.create_task(r.run()))
+        await asyncio.wait_for(asyncio.gather(*(r.ready.wait() for r in [direct, *via])), 30)
+
+    asyncio.run_coroutine_threadsafe(start_all(), loop).result(60)
+    commits: dict[int, float] = {}
+    conn = upstream.connect()
+    try:
+        with conn.cursor() as cur:
+            for i in range(txns):
+                cur.execute("INSERT INTO lat.t (v) VALUES (%s)", (i,))
+                committed = time.monotonic()
+                cur.execute("SELECT @@last_gtid")
+                commits[int(str(cur.fetchone()[0]).rsplit("-", 1)[1])] = committed
+                time.sleep(interval)
+    finally:
+        conn.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(set(commits) <= set(r.seen) for r in [direct, *via]):
+        time.sleep(0.01)
+
+    async def stop_all() -> None:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run_coroutine_threadsafe(stop_all(), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    missing = sum(len(set(commits) - set(r.seen)) for r in [direct, *via])
+    d_lat = [(direct.seen[s] - c) * 1e3 for s, c in commits.items() if s in direct.seen]
+    v_lat = [(r.seen[s] - c) * 1e3 for r in via for s, c in commits.items() if s in r.seen]
+    added = [(r.seen[s] - direct.seen[s]) * 1e3 for r in via for s in commits if s in r.seen and s in direct.seen]
+    return {
+        "readers": readers, "transactions": txns, "missing": missing,
+        "via_binlogd_ms": {"p50": _pct(v_lat, 0.5), "p99": _pct(v_lat, 0.99), "mean": statistics.fmean(v_lat)},
+        "direct_ms": {"p50": _pct(d_lat, 0.5), "p99": _pct(d_lat, 0.99), "mean": statistics.fmean(d_lat)},
+        "added_ms": {"p50": _pct(added, 0.5), "p99": _pct(added, 0.99), "mean": statistics.fmean(added)},
+    }
+
+
+# ---- main -----------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.relay_latency", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--events", type=int, default=DEFAULT_EVENTS, help=f"binlog size in events (default "
+                   f"{DEFAULT_EVENTS}; cached like dump_throughput's)")
+    p.add_argument("--readers", default="1,20", help="downstream reader counts (default 1,20)")
+    p.add_argument("--txns", type=int, default=300, help="transactions per latency run (default 300)")
+    p.add_argument("--interval-ms", type=float, default=5.0, help="pause between commits (default 5 ms)")
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="binlog cache (shared with "
+                   "dump_throughput)")
+    p.add_argument("--keep", action="store_true", help="keep the work directory")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    try:
+        counts = [int(x) for x in args.readers.split(",") if x]
+    except ValueError:
+        console.print("[red]--readers: comma-separated integers[/]")
+        return 2
+    binary = find_binary("mariadb-binlog")
+    if binary is None or find_binary("mariadbd") is None or args.events < 1 or args.txns < 1 or not counts:
+        console.print("[red]needs the MariaDB binaries (make mariadb) and positive --events/--txns/--readers[/]")
+        return 2
+    bs = build_binlogs(args.events, DEFAULT_MAX_BINLOG_SIZE, args.cache_dir, False, console)
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    work = Path(tempfile.mkdtemp(prefix="binlogd-relay-bench-"))
+    fast = Path(tempfile.mkdtemp(prefix="binlogd-relay-bench-", dir=shm))
+    started = dt.datetime.now()
+    upstream: MariaDB | None = None
+    relay: Binlogd | None = None
+    try:
+        console.print("starting the upstream (a real MariaDB serving copies of the binlog)")
+        upstream = make_primary_from_binlogs(work, "upstream", 1, bs.paths())
+        upstream.execute("CREATE DATABASE lat; CREATE TABLE lat.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT) "
+                         "ENGINE=InnoDB")
+        total = sum(size for _, size in upstream.binary_logs())
+        up_s = upstream_dump_rate(upstream, binary, fast / "mariadb-binlog")
+        relay, relay_s = relay_catch_up(upstream, fast / "relay", work / "binlogd.log", console)
+        mismatches = [d for n, _ in upstream.binary_logs() if (d := same_file(fast / "relay" / n,
+                                                                            upstream.datadir / n))]
+        throughput = {"bytes": total, "events_approx": bs.events, "upstream_dump_s": round(up_s, 3),
+                      "relay_s": round(relay_s, 3), "upstream_MBps": total / up_s / MB,
+                      "relay_MBps": total / relay_s / MB, "ratio": up_s / relay_s, "mismatches": mismatches}
+        latency = []
+        for n in counts:
+            console.print(f"latency: {args.txns} transactions, {n} downstream reader(s)")
+            latency.append(measure_latency(upstream, relay, n, args.txns, args.interval_ms / 1e3))
+    finally:
+        if relay is not None:
+            relay.stop()
+        if upstream is not None:
+            upstream.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(fast, ignore_errors=True)
+
+    t = Table(title="relay throughput (whole binlog, one reader of the upstream)")
+    for c in ("MB", "upstream dump s", "upstream MB/s", "relay s", "relay MB/s", "relay ÷ upstream"):
+        t.add_column(c, justify="right")
+    t.add_row(f"{total / MB:.1f}", f"{up_s:.2f}", f"{throughput['upstream_MBps']:.1f}", f"{relay_s:.2f}",
+              f"{throughput['relay_MBps']:.1f}", f"{throughput['ratio']:.2f}x")
+    console.print(t)
+    t = Table(title=f"latency: upstream commit -> event received ({args.txns} commits, {args.interval_ms:g} ms apart)")
+    for c in ("readers", "via binlogd p50/p99 ms", "direct p50/p99 ms", "added p50/p99 ms", "missing"):
+        t.add_column(c, justify="right")
+    for r in latency:
+        t.add_row(str(r["readers"]), f"{r['via_binlogd_ms']['p50']:.2f} / {r['via_binlogd_ms']['p99']:.2f}",
+                  f"{r['direct_ms']['p50']:.2f} / {r['direct_ms']['p99']:.2f}",
+                  f"{r['added_ms']['p50']:.2f} / {r['added_ms']['p99']:.2f}", str(r["missing"]))
+    console.print(t)
+    RESULTS_DIR.mkdir(exist_ok=True)
+    out = RESULTS_DIR / f"relay_latency-{started:%Y%m%d-%H%M%S}.json"
+    out.write_text(json.dumps({"benchmark": "relay_latency", "started": started.isoformat(timespec="seconds"),
+                               "binlog": bs.to_json(), "throughput": throughput, "latency": latency}, indent=2))
+    console.print(f"results: {out}")
+    bad = mismatches or any(r["missing"] for r in latency)
+    if bad:
+        console.print(f"[red]stored files differ or events missing: {mismatches}[/]")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

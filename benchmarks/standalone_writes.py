@@ -1,0 +1,443 @@
+"""Standalone writes: statements logged per second from concurrent pymysql writers, binlogd's standalone primary
+vs a real MariaDB 10.11 primary that logs the same statements (BLACKHOLE table, binlog on, STATEMENT format).
+
+Run from the repository root (see benchmarks/README.md)::
+
+    python -m benchmarks.standalone_writes [--writers 8] [--statements 2000] [--targets mariadb,binlogd,...]
+                                           [--sync-binlog 0] [--keep]
+
+1. Servers, all started before the first measurement, each with an empty binlog:
+   * `mariadb`: mariadbd with `--log-bin --binlog-format=STATEMENT --plugin-load-add=ha_blackhole`, the table
+     ENGINE=BLACKHOLE: MariaDB parses, logs and commits every statement but stores no rows, which is what
+     binlogd's standalone mode does.
+   * `binlogd`: `binlogd serve --datadir DIR` (standalone mode);
+     `binlogd-tables-info`: the same with `--binlog-with-tables-info` (one more event per statement).
+   Both get the same `--sync-binlog` (default 0: the OS decides when to write back, MariaDB's default).
+2. The same setup (CREATE DATABASE, CREATE TABLE ... ENGINE=BLACKHOLE) runs on each, then W writer threads
+   (default 8), each with its own pymysql connection opened beforehand, wait at a barrier and send S
+   autocommit statements each (default 2000): a mix of single-row INSERTs (60 %), multi-row INSERTs (10 %),
+   UPDATEs (20 %) and DELETEs (10 %) with literal values, identical for every server. Wall clock: barrier to
+   the last writer's last OK. One run per server (the issue asks for one run), servers one after the other.
+3. Verification (not timed): the server's binlog files are read back with protocol.binlog_file.scan and the
+   QUERY events holding the workload's statements are counted; every statement must be there exactly once
+   (binlogd-tables-info: also one Tables_info event per statement). A mismatch makes the benchmark exit 1.
+4. Output: a table (statements/s, server CPU seconds, server CPU µs per statement, binlog bytes, the CPU other
+   processes used meanwhile) and the binlogd/MariaDB ratio; JSON in
+   benchmarks/results/standalone_writes-<timestamp>.json.
+
+Every process started here is stopped by PID, also on errors and Ctrl-C/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import pstats
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pymysql
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.dump_throughput import (
+    LAUNCHER,
+    RESULTS_DIR,
+    _dir,
+    _git_commit,
+    _progress,
+    _short,
+    cpu_seconds,
+    machine_busy_seconds,
+)
+from protocol.binlog_file import scan
+from protocol.constants import QUERY_EVENT
+from protocol.events import parse_event
+from protocol.tables_info import TABLES_INFO_EVENT
+from tests.harness import REPO_ROOT, Binlogd, MariaDB, find_binary
+
+TARGETS = ("mariadb", "binlogd", "binlogd-tables-info")
+DEFAULT_TARGETS = TARGETS
+TARGET_LABELS = {
+    "mariadb": "MariaDB 10.11 (BLACKHOLE, STATEMENT)",
+    "binlogd": "binlogd standalone",
+    "binlogd-tables-info": "binlogd --binlog-with-tables-info",
+}
+SETUP = [
+    "CREATE DATABASE bench",
+    "CREATE TABLE bench.t (id INT NOT NULL, w INT NOT NULL, a INT NOT NULL, b VARCHAR(64) NOT NULL) "
+    "ENGINE=BLACKHOLE",
+]
+WORKLOAD_PREFIXES = (b"INSERT INTO t ", b"UPDATE t ", b"DELETE FROM t ")
+
+
+def statements(writer: int, n: int) -> list[str]:
+    """Writer `writer`'s statements: literal values only, so every server logs exactly the same text."""
+    out = []
+    for i in range(n):
+        k = i % 10
+        if k < 6:
+            out.append(f"INSERT INTO t (id, w, a, b) VALUES ({i}, {writer}, {i * 7 % 1000}, 'writer {writer} row {i}')")
+        elif k == 6:
+            out.append(f"INSERT INTO t (id, w, a, b) VALUES ({i}, {writer}, 1, 'x'), ({i}, {writer}, 2, 'y'), "
+                       f"({i}, {writer}, 3, 'z')")
+        elif k < 9:
+            out.append(f"UPDATE t SET a = a + 1, b = 'updated' WHERE id = {i - 1} AND w = {writer}")
+        else:
+            out.append(f"DELETE FROM t WHERE id = {i - 2} AND w = {writer}")
+    return out
+
+
+@dataclass
+class Server:
+    key: str
+    label: str
+    host: str
+    port: int
+    pid: int
+    binlog_dir: Path
+    version: str = ""
+
+
+@dataclass
+class RunResult:
+    key: str
+    label: str
+    writers: int
+    statements: int
+    wall_s: float
+    server_cpu_s: float
+    machine_busy_cpu_s: float
+    binlog_bytes: int = 0
+    logged_statements: int = 0
+    tables_info_events: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def per_second(self) -> float:
+        return self.statements / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def cpu_us_per_statement(self) -> float:
+        return self.server_cpu_s / self.statements * 1e6 if self.statements else 0.0
+
+    @property
+    def other_cpu_s(self) -> float:
+        """CPU used meanwhile by everything but the server (includes this benchmark's writer threads)."""
+        return max(0.0, self.machine_busy_cpu_s - self.server_cpu_s)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "statements_per_second": round(self.per_second, 1),
+                "server_cpu_us_per_statement": round(self.cpu_us_per_statement, 1)}
+
+
+def _connect(server: Server, database: str | None = None) -> pymysql.connections.Connection:  # type: ignore[type-arg]
+    return pymysql.connect(host=server.host, port=server.port, user="root", password="", database=database,
+                           autocommit=True, connect_timeout=10, read_timeout=120, write_timeout=120)
+
+
+def _setup(server: Server) -> None:
+    conn = _connect(server)
+    try:
+        with conn.cursor() as cur:
+            for sql in SETUP:
+                cur.execute(sql)
+            cur.execute("SELECT VERSION()")
+            row = cur.fetchone()
+            server.version = str(row[0]) if row else ""
+    finally:
+        conn.close()
+
+
+def run_writers(server: Server, writers: int, per_writer: int, progress: Any) -> RunResult:
+    """W threads, one connection each, released together; the wall clock ends at the last writer's last OK."""
+    scripts = [statements(w, per_writer) for w in range(writers)]
+    conns = [_connect(server, "bench") for _ in range(writers)]
+    barrier = threading.Barrier(writers + 1)
+    done = [0] * writers
+    errors: list[str] = []
+    ends = [0.0] * writers
+
+    def work(w: int) -> None:
+        try:
+            with conns[w].cursor() as cur:
+                barrier.wait()
+                for sql in scripts[w]:
+                    cur.execute(sql)
+                    done[w] += 1
+        except Exception as e:  # reported, and fails the benchmark
+            errors.append(f"writer {w}: {type(e).__name__}: {e}")
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.abort()
+        finally:
+            ends[w] = time.perf_counter()
+
+    threads = [threading.Thread(target=work, args=(w,), name=f"writer-{w}") for w in range(writers)]
+    task = progress.add_task(f"{server.label}: {writers} writers", total=writers * per_writer)
+    try:
+        for t in threads:
+            t.start()
+        cpu0, busy0 = cpu_seconds(server.pid), machine_busy_seconds()
+        barrier.wait()
+        t0 = time.perf_counter()
+        while any(t.is_alive() for t in threads):
+            progress.update(task, completed=sum(done))
+            for t in threads:
+                t.join(0.2)
+        wall = max(ends) - t0
+        cpu, busy = cpu_seconds(server.pid) - cpu0, machine_busy_seconds() - busy0
+    except threading.BrokenBarrierError:
+        wall, cpu, busy = 0.0, 0.0, 0.0
+    finally:
+        for t in threads:
+            t.join()
+        for c in conns:
+            with contextlib.suppress(Exception):
+                c.close()
+    progress.update(task, completed=sum(done))
+    return RunResult(server.key, server.label, writers, sum(done), wall, cpu, busy, errors=errors)
+
+
+def binlog_files(directory: Path) -> list[Path]:
+    """The binlog files of a server's directory, in index order (the one *.index file there)."""
+    indexes = sorted(directory.glob("*.index"))
+    indexes = [p for p in indexes if not p.name.startswith("relay")]
+    if len(indexes) != 1:
+        raise RuntimeError(f"expected one binlog index in {directory}, found {[p.name for p in indexes]}")
+    return [directory / os.path.basename(line) for line in indexes[0].read_text().split()]
+
+
+def verify(server: Server, result: RunResult, expected: int, with_tables_info: bool) -> None:
+    """Count the workload's QUERY events (and Tables_info events) in the server's binlog files."""
+    logged = infos = size = 0
+    for path in binlog_files(server.binlog_dir):
+        data = path.read_bytes()
+        res = scan(data)
+        size += res.end
+        for ev in res.events:
+            if ev.type_code == TABLES_INFO_EVENT:
+                infos += 1
+            elif ev.type_code == QUERY_EVENT:
+                body = parse_event(data[ev.pos : ev.pos + ev.length], 1).body
+                if getattr(body, "query", b"").startswith(WORKLOAD_PREFIXES):
+                    logged += 1
+    result.binlog_bytes, result.logged_statements, result.tables_info_events = size, logged, infos
+    if logged != expected:
+        result.errors.append(f"{logged} workload statements in the binlog, {expected} sent")
+    if with_tables_info and infos < expected:
+        result.errors.append(f"{infos} Tables_info events for {expected} statements")
+    if not with_tables_info and infos:
+        result.errors.append(f"{infos} Tables_info events without --binlog-with-tables-info")
+
+
+def start_servers(keys: Sequence[str], work: Path, sync_binlog: int, stack: contextlib.ExitStack,
+                  console: Console) -> list[Server]:
+    servers = []
+    for key in keys:
+        if key == "mariadb":
+            m = MariaDB.start(work, "mariadb", 1, "--log-bin=mysql-bin", "--binlog-format=STATEMENT",
+                              "--plugin-load-add=ha_blackhole", f"--sync-binlog={sync_binlog}",
+                              "--max-connections=200")
+            stack.callback(m.stop)
+            servers.append(Server(key, TARGET_LABELS[key], m.host, m.port, m.pid, m.datadir))
+        else:
+            datadir = work / key
+            b = Binlogd.start(_binlogd_args(key, datadir, sync_binlog), log_path=work / f"{key}.log")
+            stack.callback(b.stop)
+            servers.append(Server(key, TARGET_LABELS[key], b.host, b.port, b.pid, datadir))
+        console.print(f"started {TARGET_LABELS[key]} on port {servers[-1].port} (pid {servers[-1].pid})")
+    return servers
+
+
+def _binlogd_args(key: str, datadir: Path, sync_binlog: int) -> list[str]:
+    args = ["--datadir", str(datadir), "--sync-binlog", str(sync_binlog)]
+    if key == "binlogd-tables-info":
+        args.append("--binlog-with-tables-info")
+    return args
+
+
+def profile(key: str, args: argparse.Namespace, work: Path, stack: contextlib.ExitStack,
+            console: Console) -> dict[str, Any]:
+    """One more (untimed) run against a binlogd whose event-loop thread is under cProfile during the writes."""
+    stats_path = work / f"{key}.cprofile"
+    b = Binlogd.start(_binlogd_args(key, work / f"{key}-profiled", args.sync_binlog), log_path=work / f"{key}-prof.log",
+                      module=LAUNCHER, env={"BINLOGD_BENCH_PROFILE": str(stats_path)})
+    stack.callback(b.stop)
+    server = Server(key, TARGET_LABELS[key] + " (profiled)", b.host, b.port, b.pid, work / f"{key}-profiled")
+    _setup(server)
+    os.kill(b.pid, signal.SIGUSR1)
+    with _progress(console, transient=True) as progress:
+        run = run_writers(server, args.writers, args.statements, progress)
+    os.kill(b.pid, signal.SIGUSR2)
+    deadline = time.monotonic() + 30
+    while not stats_path.exists() and time.monotonic() < deadline and b.is_running:
+        time.sleep(0.05)
+    b.stop()
+    if not stats_path.exists():
+        raise RuntimeError(f"binlogd did not write {stats_path}; log: {b.log_tail()}")
+    stats = pstats.Stats(str(stats_path))
+    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
+    rows = [{"function": f"{_short(f, REPO_ROOT)}:{line}({name})" if line else name, "ncalls": nc,
+             "tottime_s": round(tt, 4), "cumtime_s": round(ct, 4)}
+            for (f, line, name), (_cc, nc, tt, ct, _callers) in raw.items()]
+    out: dict[str, Any] = {"run": run.to_json()}
+    for title, field_ in (("cumulative", "cumtime_s"), ("own", "tottime_s")):
+        ranking = sorted(rows, key=lambda r: -r[field_])[: args.profile_top]
+        out[f"by_{title}"] = ranking
+        t = Table(title=f"{server.label}: event-loop thread, top {args.profile_top} by {title} time "
+                  f"(wall {run.wall_s:.1f} s under the profiler)")
+        for col in ("function", "ncalls", "own s", "cumulative s"):
+            t.add_column(col, justify="left" if col == "function" else "right")
+        for r in ranking:
+            t.add_row(r["function"], f"{r['ncalls']:,}", f"{r['tottime_s']:.2f}", f"{r['cumtime_s']:.2f}")
+        console.print(t)
+    return out
+
+
+def print_table(results: list[RunResult], console: Console, repeat: int) -> dict[str, Any]:
+    base = next((r for r in results if r.key == "mariadb" and not r.errors), None)
+    title = "statements logged per second (autocommit, concurrent pymysql writers)"
+    table = Table(title=title + (f", best of {repeat} runs" if repeat > 1 else ", one run"))
+    for col in ("server", "writers", "statements", "wall s", "statements/s", "server CPU s", "server µs/stmt",
+                "binlog MB", "other CPU s", "÷ MariaDB"):
+        table.add_column(col, justify="left" if col == "server" else "right")
+    ratios: dict[str, float] = {}
+    for r in results:
+        ratio = r.per_second / base.per_second if base and base.per_second else 0.0
+        if base is not None and r.key != "mariadb":
+            ratios[r.key] = round(ratio, 3)
+        table.add_row(r.label, str(r.writers), f"{r.statements:,}", f"{r.wall_s:.2f}", f"{r.per_second:,.0f}",
+                      f"{r.server_cpu_s:.2f}", f"{r.cpu_us_per_statement:.0f}", f"{r.binlog_bytes / 1e6:.1f}",
+                      f"{r.other_cpu_s:.2f}", f"[bold]{ratio:.2f}[/]" if base else "-")
+    console.print(table)
+    for key, ratio in ratios.items():
+        console.print(f"{TARGET_LABELS[key]}: {ratio:.2f}x MariaDB's statements per second")
+    return ratios
+
+
+def _targets(text: str) -> list[str]:
+    keys = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [k for k in keys if k not in TARGETS]
+    if bad or not keys:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(TARGETS)}")
+    return keys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.standalone_writes", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--writers", type=int, default=8, help="concurrent pymysql writers (default 8)")
+    p.add_argument("--statements", type=int, default=2000, help="statements per writer (default 2000)")
+    p.add_argument("--targets", type=_targets, default=list(DEFAULT_TARGETS),
+                   help=f"servers to measure, from {','.join(TARGETS)} (default: all)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="runs per server, interleaved; the shortest wall is reported (default 1, as the issue asks; "
+                   "more give steadier figures on a shared machine)")
+    p.add_argument("--sync-binlog", type=int, default=0,
+                   help="sync_binlog for every server (default 0: the OS writes back, MariaDB's default)")
+    p.add_argument("--work-dir", type=Path, help="servers' directories (default: a new directory under /tmp)")
+    p.add_argument("--keep", action="store_true", help="keep server directories and logs")
+    p.add_argument("--profile", choices=TARGETS[1:],
+                   help="after the timed runs, one more run against this binlogd target with its event-loop thread "
+                   "under cProfile (untimed); top functions printed and stored in the JSON")
+    p.add_argument("--profile-top", type=int, default=25, help="entries per profile ranking (default 25)")
+    p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
+    return p
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    if args.writers < 1 or args.statements < 1 or args.repeat < 1 or args.sync_binlog < 0:
+        console.print("[red]--writers, --statements and --repeat must be >= 1, --sync-binlog >= 0[/]")
+        return 2
+    missing = [b for b in ("mariadbd", "mariadb-install-db") if find_binary(b) is None]
+    if "mariadb" in args.targets and missing:
+        console.print(f"[red]missing MariaDB programs: {', '.join(missing)} (make mariadb)[/]")
+        return 2
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    started = dt.datetime.now()
+    results: list[RunResult] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            work = stack.enter_context(_dir(args.work_dir, "binlogd-writes-", None, args.keep, console))
+            servers = start_servers(args.targets, work, args.sync_binlog, stack, console)
+            for s in servers:
+                _setup(s)
+            with _progress(console) as progress:
+                for rep in range(args.repeat):
+                    # every other repetition in reverse order: no server always runs right after another
+                    for s in servers if rep % 2 == 0 else servers[::-1]:
+                        results.append(run_writers(s, args.writers, args.statements, progress))
+            best: list[RunResult] = []
+            for s in servers:  # the binlog holds every repetition's statements
+                runs = [r for r in results if r.key == s.key]
+                verify(s, runs[-1], args.repeat * args.writers * args.statements, s.key == "binlogd-tables-info")
+                for r in runs:  # each run's share of the binlog
+                    r.binlog_bytes = runs[-1].binlog_bytes // args.repeat
+                    r.logged_statements = runs[-1].logged_statements // args.repeat
+                    r.tables_info_events = runs[-1].tables_info_events // args.repeat
+                for e in [e for r in runs for e in r.errors][:5]:
+                    console.print(f"[red]{s.label}: {e}[/]")
+                ok = [r for r in runs if not r.errors and r.wall_s > 0]
+                best.append(min(ok, key=lambda r: r.wall_s) if ok else runs[-1])
+            ratios = print_table(best, console, args.repeat)
+            prof = profile(args.profile, args, work, stack, console) if args.profile else None
+            versions = {s.key: s.version for s in servers}
+        errors = sum(len(r.errors) for r in results)
+        doc = {
+            "benchmark": "standalone_writes",
+            "started": started.isoformat(timespec="seconds"),
+            "seconds": round((dt.datetime.now() - started).total_seconds(), 1),
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+            "git": _git_commit(),
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "versions": versions,
+            "setup": SETUP,
+            "statement_examples": statements(0, 10),
+            "ratios": ratios,
+            "best": [r.to_json() for r in best],
+            "runs": [r.to_json() for r in results],
+            "errors": errors,
+            "profile": prof,
+        }
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        out = args.results_dir / f"standalone_writes-{started.strftime('%Y%m%d-%H%M%S')}.json"
+        out.write_text(json.dumps(doc, indent=2))
+        console.print(f"results: {out}")
+        if errors:
+            console.print(f"[red bold]{errors} problem(s): a writer failed or the binlog does not hold every "
+                          "statement exactly once[/]")
+            return 1
+        return 0
+    except _Terminated:
+        console.print("[red]terminated[/]")
+        return 143
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/]")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""Turning the upstream's dump stream into the upstream's own files, byte for byte (apart from the in-use flag).
+
+Runs in the writer thread (every method does file I/O through `BinlogWriter`). What arrives is what a 10.11
+primary sends a file/pos replica: a fake ROTATE (artificial, log_pos 0) naming the file and position, that
+file's FDE (its real one when the dump starts at 4, a copy with log_pos 0 when it resumes mid-file), then the
+file's events in order, a real ROTATE at its end, and heartbeats when idle. Every stored event must start exactly
+where the file ends (its header's log_pos minus its length): anything else is refused, never stored.
+
+Events are collected in memory and handed to the writer as whole groups, one write per batch; the commit
+(publication to dump streams) happens at group ends only, so a replica of binlogd never sees half an event or half
+a transaction.
+A group larger than SPILL_BYTES is written to the file before its end (still unpublished) to bound memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import struct
+from typing import TYPE_CHECKING
+
+from protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+from protocol.constants import (
+    BIN_LOG_HEADER_SIZE,
+    BINLOG_CHECKSUM_ALG_CRC32,
+    CRC_LEN,
+    EVENT_TYPE_NAMES,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    HEADER_LEN,
+    HEARTBEAT_LOG_EVENT,
+    LOG_EVENT_ARTIFICIAL_F,
+    LOG_EVENT_IGNORABLE_F,
+    ROTATE_EVENT,
+)
+from protocol.groups import GroupTracker
+from protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
+
+from .status import ER_SLAVE_RELAY_LOG_WRITE_FAILURE, RelayStatus
+
+if TYPE_CHECKING:
+    from server.binlog_writer import BinlogWriter
+
+log = logging.getLogger("binlogd.relay")
+
+SPILL_BYTES = 16 << 20
+_HEAD = struct.Struct("<IBIIIH")  # timestamp, type, server_id, length, log_pos, flags
+
+
+class RelayError(Exception):
+    """The upstream sent something binlogd must not store; `code`/`message` go to Last_IO_Errno/Error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class FilePosNeeded(RelayError):
+    """A GTID-started dump cannot be stored byte for byte here (it starts another file than binlogd's active one,
+    with the FDE's log_pos zeroed): the upstream loop resumes this time by file/pos from the stored end."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(0, why)
+
+
+def _refuse(why: str) -> RelayError:
+    # MariaDB's IO thread reports a refused event as ER_SLAVE_RELAY_LOG_WRITE_FAILURE with this prefix
+    return RelayError(ER_SLAVE_RELAY_LOG_WRITE_FAILURE, f"Relay log write failure: could not queue event from master "
+                      f"({why})")
+
+
+def is_known_type(type_code: int, flags: int) -> bool:
+    """Known to MariaDB 10.11 (its type list), or flagged IGNORABLE (a newer primary's optional event)."""
+    return type_code in EVENT_TYPE_NAMES or bool(flags & LOG_EVENT_IGNORABLE_F)
+
+
+class RelayStorage:
+    """One per process; `begin()` at every (re)connect, `feed()` per batch of events, `abort()` on errors."""
+
+    def __init__(self, writer: BinlogWriter, status: RelayStatus, state: BinlogState | None = None) -> None:
+        self.w = writer
+        self.status = status
+        self.tracker = GroupTracker()
+        self.buf = bytearray()  # received events not yet handed to the writer: whole groups, then an incomplete one
+        self.complete = 0  # length of the whole groups at the start of `buf`
+        self.spilled = False  # part of the current group is already in the file (uncommitted)
+        self.last_ts = 0  # timestamp of the last whole group's last event (Seconds_Behind_Master)
+        self.gtid_session = False
+        self.first_rotate = True
+        self.dedupe_until = 0  # GTID session: events ending at or before this are already stored
+        self.file: str | None = writer.active
+        self.end = writer.end if self.file else 0  # position after the last event received (incl. pending)
+        self.new_file: str | None = None  # announced by a fake ROTATE, created by the FDE that follows
+        self.session_alg = BINLOG_CHECKSUM_ALG_CRC32
+        self.alg: int | None = None
+        self.state = state.copy() if state is not None else BinlogState()
+        self._pending_gtids: list[Gtid] = []
+        self.status.stored_file = self.file or ""
+        self.status.stored_pos = self.end
+        self.status.gtid_io_pos = format_gtid_list(self.state.current_pos())
+
+    # --- session ---------------------------------------------------------------------------------------
+    def resume_point(self) -> tuple[str, int]:
+        """Where to ask the upstream to start: the end of what is stored, or the upstream's first file."""
+        if self.file is None:
+            return "", BIN_LOG_HEADER_SIZE
+        return self.file, self.w.end
+
+    def begin(self, session_alg: int, gtid: bool = False) -> None:
+        """A new dump: `session_alg` is the checksum the upstream announced (for events before the FDE); `gtid`
+        when it was started with @slave_connect_state (the upstream then starts at the beginning of a file)."""
+        self.abort()
+        self.session_alg = session_alg
+        self.gtid_session = gtid
+        self.first_rotate = True
+        self.dedupe_until = 0
+
+    def gtid_pos(self) -> str:
+        """The GTID position at the stored end (for @slave_connect_state)."""
+        return format_gtid_list(self.state.current_pos())
+
+    def abort(self) -> None:
+        """Drop everything of an incomplete group (a dump that ended mid-group is resumed from the last commit)."""
+        with contextlib.suppress(OSError):
+            self._flush()  # whole groups received before the end are kept
+        if self.buf or self.spilled:
+            log.info("relay: dropping the incomplete group after %s:%d (%d byte(s) received)", self.file,
+                     self.w.committed, self.end - self.w.committed)
+        self.buf.clear()
+        self.complete = 0
+        if self.spilled:
+            self.status.stored_bytes -= self.w.end - self.w.committed
+            self.w.discard()
+            self.spilled = False
+        self.tracker.reset()
+        self._pending_gtids.clear()
+        self.new_file = None
+        self.end = self.w.end if self.file else 0
+        self.status.read_pos = self.end
+        self.status.caught_up = True
+
+    def _flush(self) -> None:
+        """Hand the whole groups received so far to the writer in one write, and commit unless a spilled group
+        is still incomplete."""
+        if self.complete:
+            self.status.stored_bytes += self.complete
+            self.w.write(memoryview(self.buf)[: self.complete])
+            del self.buf[: self.complete]
+            self.complete = 0
+        if not self.spilled and self.w.end != self.w.committed:
+            self.w.commit()
+            self._published()
+
+    # --- events ----------------------------------------------------------------------------------------
+    def feed(self, events: list[bytes]) -> None:
+        """Store a batch (CRCs already verified by the client): one write and one commit for its whole groups."""
+        crc = CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
+        buf, tracker, status = self.buf, self.tracker, self.status
+        for ev in events:
+            ts, typ, server_id, length, log_pos, flags = _HEAD.unpack_from(ev, 0)
+            if length != len(ev):
+                raise _refuse(f"event length {length} does not match the {len(ev)} bytes received")
+            if typ == HEARTBEAT_LOG_EVENT:
+                status.heartbeats += 1
+                continue
+            if typ == ROTATE_EVENT and (log_pos == 0 or flags & LOG_EVENT_ARTIFICIAL_F):
+                self._fake_rotate(ev, server_id)
+                continue
+            if typ == FORMAT_DESCRIPTION_EVENT:
+                self._fde(ev, log_pos)
+                crc = CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
+                continue
+            if self.new_file is not None:
+                raise _refuse(f"{EVENT_TYPE_NAMES.get(typ, typ)} event before the format description of "
+                              f"{self.new_file}")
+            if self.file is None:
+                raise _refuse("event before any ROTATE/format description")
+            if not is_known_type(typ, flags):
+                raise _refuse(f"unknown event type {typ} at {self.file}:{self.end}, not flagged ignorable")
+            if flags & LOG_EVENT_ARTIFICIAL_F:
+                continue  # generated by the upstream's dump thread, not part of its file
+            if log_pos <= self.dedupe_until:
+                continue  # a GTID start re-sends the start of the file: already stored
+            start = log_pos - length
+            if start != self.end:
+                raise _refuse(f"{EVENT_TYPE_NAMES.get(typ, typ)} event for {self.file}:{start} but the stored "
+                              f"file ends at {self.end}")
+            if typ == GTID_EVENT:
+                d, s, n, _ = peek_gtid(ev)
+                self._pending_gtids.append(Gtid(d, s, n))
+            buf += ev
+            self.end = log_pos
+            status.events_stored += 1
+            if tracker.feed(ev, 0, length, crc):
+                self.complete = len(buf)
+                self.spilled = False
+                status.groups_stored += 1
+                self.last_ts = ts
+                for g in self._pending_gtids:
+                    self.state.update(g)
+                self._pending_gtids.clear()
+            elif len(buf) - self.complete >= SPILL_BYTES:
+                status.stored_bytes += len(buf)
+                self.w.write(buf)
+                buf.clear()
+                self.complete = 0
+                self.spilled = True
+        self._flush()
+        status.read_pos = self.end
+        status.caught_up = not buf and not self.spilled
+
+    def _published(self) -> None:
+        st = self.status
+        with st._lock:
+            st.stored_file = self.file or ""
+            st.stored_pos = self.w.committed
+            st.gtid_io_pos = format_gtid_list(self.state.current_pos())
+            st.last_event_ts = self.last_ts
+
+    def _fake_rotate(self, ev: bytes, server_id: int) -> None:
+        alg = self.session_alg if self.alg is None else self.alg  # as the client checked its CRC
+        body_end = len(ev) - (CRC_LEN if alg == BINLOG_CHECKSUM_ALG_CRC32 else 0)
+        if body_end < HEADER_LEN + 8:
+            raise _refuse("ROTATE event too short")
+        (pos,) = struct.unpack_from("<Q", ev, HEADER_LEN)
+        name = ev[HEADER_LEN + 8 : body_end].decode("utf-8", "replace")
+        if not name or "/" in name or name.startswith("."):
+            raise _refuse(f"ROTATE to an unusable file name {name!r}")
+        if len(self.buf) > self.complete or self.spilled:
+            raise _refuse(f"ROTATE to {name} inside an event group of {self.file}")
+        self.status.master_server_id = server_id
+        self.status.master_log_file = name
+        first, self.first_rotate = self.first_rotate, False
+        if self.gtid_session and first and self.file is not None and name != self.file:
+            raise FilePosNeeded(f"the GTID start is in {name}, binlogd's active file is {self.file}")
+        self.dedupe_until = 0  # positions are per file
+        if name == self.file:
+            if self.gtid_session and first and pos <= self.end:
+                self.dedupe_until = self.end
+            elif pos != self.end:
+                raise _refuse(f"upstream resumes {name} at {pos}, the stored file ends at {self.end}")
+            self.new_file = None
+        else:
+            if pos != BIN_LOG_HEADER_SIZE:
+                raise _refuse(f"upstream starts {name} at {pos}, which binlogd does not have from its start")
+            if self.file is not None and name in self.w.files():
+                raise _refuse(f"upstream goes back to {name}, which binlogd already stored")
+            self.new_file = name
+        self.status.read_pos = pos
+        self.alg = None  # the FDE that follows says
+
+    def _fde(self, ev: bytes, log_pos: int) -> None:
+        try:
+            alg = fde_checksum_alg(ev)
+        except BinlogFormatError as e:
+            raise _refuse(str(e)) from None
+        if self.new_file is not None:
+            if log_pos == 0 and self.gtid_session:
+                raise FilePosNeeded(f"the upstream sent {self.new_file}'s format description with log_pos 0")
+            if log_pos != BIN_LOG_HEADER_SIZE + len(ev):
+                raise _refuse(f"format description of {self.new_file} with log_pos {log_pos}")
+            self._flush()  # the previous file's last groups (start_file drops uncommitted bytes)
+            self.w.start_file(self.new_file, ev)
+            self.status.stored_bytes += BIN_LOG_HEADER_SIZE + len(ev)
+            log.info("relay: new binlog file %s (from the upstream, checksum %s)", self.new_file,
+                     "CRC32" if alg == BINLOG_CHECKSUM_ALG_CRC32 else "NONE")
+            self.file, self.new_file = self.new_file, None
+            self.end = self.w.end
+            self.tracker.reset()
+            self.alg = alg
+            self._published()
+            self.status.read_pos = self.end
+            return
+        if self.file is None:
+            raise _refuse("format description before any ROTATE")
+        stored_alg = self.w.store.head(self.file).checksum_alg
+        if alg != stored_alg:
+            raise _refuse(f"the upstream's {self.file} has checksum algorithm {alg}, the stored copy {stored_alg}")
+        self.alg = alg

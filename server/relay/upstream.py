@@ -1,0 +1,291 @@
+"""The upstream connection: binlogd's IO thread, reconnecting, feeding `RelayStorage` in one writer thread.
+
+It behaves like a MariaDB 10.11 replica's IO thread (capability 4, checksum-aware, annotate events requested,
+heartbeats, file/pos from the stored end) and reports like one in SHOW SLAVE STATUS: connection failures
+(refused, access denied, lost) are retried with capped exponential backoff while Slave_IO_Running says
+`Connecting`; what a retry cannot fix (1236 from the upstream, a CRC mismatch, an event binlogd refuses to
+store, a full disk) stops it (`No`) with Last_IO_Errno/Last_IO_Error set, until START SLAVE.
+
+Received events go through a bounded queue (back-pressure on the upstream socket) to the writer thread in
+batches (`ReplicationClient.batches()`): one queue item per socket read and one thread hop per batch, not per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from protocol.connection import ClientConfig, ReplicationClient, ReplicationError
+from protocol.constants import BIN_LOG_HEADER_SIZE
+
+from .status import (
+    ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
+    ER_SLAVE_RELAY_LOG_WRITE_FAILURE,
+    IO_CONNECTING,
+    IO_RECONNECT_WAIT,
+    IO_REQUESTING,
+    IO_WAITING,
+    RelayStatus,
+)
+from .storage import FilePosNeeded, RelayError, RelayStorage
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+log = logging.getLogger("binlogd.relay")
+
+# received but not yet stored: bounded (batches of at most one 64 KiB socket read, or one large event), so a slow
+# disk slows the upstream socket down
+QUEUE_BATCHES = 64
+BATCH_EVENTS = 2048
+ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+ER_SLAVE_FATAL_ERROR = 1593
+
+
+@dataclass
+class UpstreamConfig:
+    host: str
+    port: int
+    user: str
+    password: str
+    server_id: int  # binlogd's own: it registers with it, and the upstream's must differ
+    heartbeat_s: float = 30.0  # MariaDB's default: slave_net_timeout / 2
+    retry_min_s: float = 0.1
+    retry_max_s: float = 30.0
+    connect_timeout: float = 10.0
+    use_gtid: bool = False  # resume with @slave_connect_state = the stored GTID state (MASTER_USE_GTID=slave_pos)
+
+    @property
+    def label(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}"
+
+
+class UpstreamRelay:
+    """The IO "thread": `start()` / `stop()` (START SLAVE / STOP SLAVE), `close()` at shutdown."""
+
+    def __init__(self, cfg: UpstreamConfig, storage: RelayStorage, status: RelayStatus) -> None:
+        self.cfg = cfg
+        self.storage = storage
+        self.status = status
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="relay-writer")
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._filepos_once = False  # the next dump by file/pos although use_gtid (see FilePosNeeded)
+        status.using_gtid = "Slave_Pos" if cfg.use_gtid else "No"
+
+    # --- control ---------------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> bool:
+        """Start the IO loop (False when it already runs); must be called on the event loop."""
+        if self.running:
+            return False
+        self._loop = asyncio.get_running_loop()
+        self.status.clear_error()
+        self._task = asyncio.create_task(self._io_loop(), name="relay-upstream")
+        return True
+
+    async def stop(self) -> bool:
+        """Stop the IO loop and drop an incomplete group (False when it was not running)."""
+        task, self._task = self._task, None
+        was_running = task is not None and not task.done()
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self.status.io_running = "No"
+        self.status.io_state = ""
+        return was_running
+
+    def control(self, start: bool, timeout: float = 30.0) -> bool:
+        """START/STOP SLAVE from a worker thread (SQL statements run there); returns whether anything changed."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("relay not started")
+
+        async def act() -> bool:
+            return self.start() if start else await self.stop()
+
+        return asyncio.run_coroutine_threadsafe(act(), loop).result(timeout)
+
+    async def close(self) -> None:
+        await self.stop()
+        await self._in_writer(self.storage.w.close)
+        self._executor.shutdown(wait=True)
+
+    # --- the loop --------------------------------------------------------------------------------------
+    async def _in_writer(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _delay(self, attempt: int) -> float:
+        if attempt < 0:
+            return 0.0
+        return min(self.cfg.retry_max_s, self.cfg.retry_min_s * (2 ** min(attempt, 30)))
+
+    def _stop_with(self, code: int, message: str) -> None:
+        self.status.set_error(code, message)
+        self.status.io_running = "No"
+        self.status.io_state = ""
+        log.error("relay: upstream IO stopped (START SLAVE on binlogd resumes it)")
+
+    async def _io_loop(self) -> None:
+        st, cfg = self.status, self.cfg
+        attempt = 0
+        connected_once = False
+        try:
+            while True:
+                st.io_running, st.io_state = "Connecting", IO_CONNECTING
+                try:
+                    client = await self._connect()
+                except ReplicationError as e:
+                    verb = "reconnecting" if connected_once else "connecting"
+                    msg = (f"error {verb} to master '{cfg.label}' - retry-time: {self._delay(attempt):g}  "
+                           f"maximum-retries: unlimited  message: {e.message}")
+                    if e.fatal:
+                        self._stop_with(e.code, msg)
+                        return
+                    st.set_error(e.code, msg, repeat_key=f"{e.code} {e.message}")
+                    st.io_state = IO_RECONNECT_WAIT
+                    await asyncio.sleep(self._delay(attempt))
+                    attempt += 1
+                    continue
+                connected_once = True
+                st.reconnects += 1
+                try:
+                    await self._dump(client)
+                    attempt = 0
+                except ReplicationError as e:
+                    if e.code == ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE:
+                        self._stop_with(e.code, "Replication event checksum verification failed while reading "
+                                                f"from network. ({e.message})")
+                        return
+                    if e.fatal:
+                        self._stop_with(e.code, f"Got fatal error {e.code} from master when reading data from "
+                                                f"binary log: '{e.message}'")
+                        return
+                    log.warning("relay: reading from %s failed (%s), reconnecting at %s:%d", cfg.label, e,
+                                *self.storage.resume_point())
+                    attempt = 0 if st.io_running == "Yes" else attempt + 1
+                except FilePosNeeded as e:
+                    log.info("relay: %s; resuming by file/pos this time", e.message)
+                    self._filepos_once = True
+                    attempt = -1  # reconnect at once
+                except RelayError as e:
+                    self._stop_with(e.code, e.message)
+                    return
+                except OSError as e:
+                    self._stop_with(ER_SLAVE_RELAY_LOG_WRITE_FAILURE,
+                                    f"Relay log write failure: could not queue event from master ({e})")
+                    return
+                finally:
+                    await client.close()
+                    await self._in_writer(self.storage.abort)
+                st.io_running, st.io_state = "Connecting", IO_RECONNECT_WAIT
+                await asyncio.sleep(self._delay(attempt))
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._in_writer(self.storage.abort))
+            raise
+
+    async def _connect(self) -> ReplicationClient:
+        cfg = self.cfg
+        log.info("relay: connecting to %s", cfg.label)
+        gtid = None
+        if cfg.use_gtid and not self._filepos_once and self.storage.file is not None:
+            gtid = await self._in_writer(self.storage.gtid_pos)  # a fresh datadir starts by file/pos at file 1
+        self._filepos_once = False
+        client = await ReplicationClient.connect(ClientConfig(
+            host=cfg.host, port=cfg.port, server_id=cfg.server_id, user=cfg.user, password=cfg.password,
+            heartbeat_s=cfg.heartbeat_s, connect_timeout=cfg.connect_timeout, gtid=gtid))
+        try:
+            rows = await client.query("SELECT @@GLOBAL.server_id")
+            upstream_id = int(rows[0][0] or 0) if rows else 0
+        except BaseException:
+            await client.close()
+            raise
+        if upstream_id == cfg.server_id:
+            await client.close()
+            raise ReplicationError(ER_SLAVE_FATAL_ERROR, "Fatal error: The slave I/O thread stops because master "
+                                   "and slave have equal MariaDB server ids; these ids must be different for "
+                                   "replication to work (or the --replicate-same-server-id option must be used on "
+                                   "slave but this does not always make sense; please check the manual before "
+                                   "using it).", fatal=True)
+        self.status.master_server_id = upstream_id
+        return client
+
+    async def _dump(self, client: ReplicationClient) -> None:
+        st = self.status
+        file, pos = await self._in_writer(self.storage.resume_point)
+        gtid = client.cfg.gtid
+        st.io_state = IO_REQUESTING
+        if gtid is not None:
+            log.info("relay: requesting binlog dump from %s at GTID %s (stored end %s:%d)", self.cfg.label, gtid,
+                     file, pos)
+            await client.start_dump("", BIN_LOG_HEADER_SIZE)
+        else:
+            log.info("relay: requesting binlog dump from %s at %s:%d", self.cfg.label, file or "<first file>", pos)
+            await client.start_dump(file, pos)
+        await self._in_writer(self.storage.begin, client.checksum_alg_before_fd, gtid is not None)
+        st.clear_error()
+        st.io_running, st.io_state = "Yes", IO_WAITING
+        queue: asyncio.Queue[list[bytes] | BaseException | None] = asyncio.Queue(QUEUE_BATCHES)
+        pump = asyncio.create_task(self._pump(client, queue), name="relay-pump")
+        try:
+            while True:
+                item = await queue.get()
+                batch: list[bytes] = []
+                end: BaseException | bool | None = False
+                while True:
+                    if item is None or isinstance(item, BaseException):
+                        end = item
+                        break
+                    batch += item
+                    if len(batch) >= BATCH_EVENTS or queue.empty():
+                        break
+                    item = queue.get_nowait()
+                if batch:
+                    await self._in_writer(self.storage.feed, batch)
+                if end is None:
+                    raise ReplicationError(2013, "the upstream ended the dump")
+                if isinstance(end, BaseException):
+                    raise end
+        finally:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pump
+
+    @staticmethod
+    async def _pump(client: ReplicationClient, queue: asyncio.Queue[list[bytes] | BaseException | None]) -> None:
+        try:
+            async for batch in client.batches():
+                await queue.put(batch)
+        except ReplicationError as e:
+            await queue.put(e)
+            return
+        await queue.put(None)
+
+
+def parse_upstream_url(url: str) -> tuple[str, str, str, int]:
+    """mysql://USER[:PASSWORD]@HOST[:PORT] -> (user, password, host, port); ValueError with the reason.
+
+    USER and PASSWORD are URL-decoded (write `%40` for an `@` in a password); the port defaults to 3306.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("mysql", "mariadb"):
+        raise ValueError(f"{url!r} is not a mysql://USER:PASSWORD@HOST:PORT URL")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"{url!r}: nothing may follow HOST:PORT")
+    try:
+        port = parts.port or 3306
+    except ValueError as e:
+        raise ValueError(f"{url!r}: bad port ({e})") from None
+    if not parts.hostname:
+        raise ValueError(f"{url!r}: no host")
+    return unquote(parts.username or "root"), unquote(parts.password or ""), parts.hostname, port

@@ -1,0 +1,201 @@
+"""The standalone primary's binlog files on top of the shared writer: headers, GTID sequence, rotation, PURGE.
+
+Everything here runs in the one writer thread (`source.py`); the file, index, fsync and crash-recovery code is
+`server.binlog_writer.BinlogWriter`'s. Like MariaDB, every start opens a new file; each file begins with the
+FORMAT_DESCRIPTION (`created` = the start time in the first file of a run, 0 after a rotation), a GTID_LIST of
+the binlog state and a BINLOG_CHECKPOINT. MariaDB's checkpoint names the oldest file whose transactions a storage
+engine may still need for crash recovery; binlogd has no engine (the binlog is its only state), so every file's
+checkpoint names the file itself. A file is closed with a ROTATE naming the next one when it reaches
+`--max-binlog-size` after a commit (a group never spans two files) and on FLUSH BINARY LOGS.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from protocol.constants import (
+    BIN_LOG_HEADER_SIZE,
+    BINLOG_CHECKPOINT_EVENT,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_LIST_EVENT,
+    HEADER_LEN,
+    ROTATE_EVENT,
+)
+from protocol.events import (
+    BinlogCheckpointBody,
+    FormatDescriptionBody,
+    Gtid,
+    GtidListBody,
+    RotateBody,
+    build_event,
+    encode_binlog_checkpoint,
+    encode_format_description,
+    encode_gtid_list,
+    encode_rotate,
+)
+from protocol.gtid import BinlogState
+from protocol.gtid import Gtid as StateGtid
+
+from ..binlog_writer import BinlogWriter, RecoveryReport
+from ..sql_surface import SqlError
+from .logger import Group, encode_group
+
+log = logging.getLogger("binlogd.standalone")
+
+ER_LOG_IN_USE = 1378
+ER_UNKNOWN_TARGET_BINLOG = 1373
+ER_WRONG_VALUE = 1525
+
+
+def _events(specs: list[tuple[int, bytes, int]], start: int, timestamp: int, server_id: int) -> bytes:
+    out = bytearray()
+    pos = start
+    for type_code, body, flags in specs:
+        pos += HEADER_LEN + len(body) + 4
+        out += build_event(type_code=type_code, body=body, checksum=True, timestamp=timestamp, server_id=server_id,
+                           log_pos=pos, flags=flags)
+    return bytes(out)
+
+
+def file_header(name: str, *, server_version: str, server_id: int, state: list[Gtid], created: int,
+                timestamp: int, post_header_lengths: bytes | None = None,
+                checkpoints: list[str] | None = None) -> bytes:
+    """FDE + GTID_LIST + BINLOG_CHECKPOINT(s) of a new file (without the magic), log_pos from offset 4.
+
+    `checkpoints`: the files the BINLOG_CHECKPOINT events name (default: the new file itself; server/demo.py
+    models MariaDB's InnoDB-driven checkpoints).
+
+    `post_header_lengths`: the FDE's post-header table when it is not MariaDB 10.11's (--binlog-with-tables-info
+    declares its event type there, protocol/tables_info.py)."""
+    fde = FormatDescriptionBody.mariadb_10_11(server_version, create_timestamp=created)
+    if post_header_lengths is not None:
+        fde = FormatDescriptionBody(fde.binlog_version, fde.server_version, fde.create_timestamp, fde.header_len,
+                                    post_header_lengths, fde.checksum_alg)
+    specs = [
+        (FORMAT_DESCRIPTION_EVENT, encode_format_description(fde), 0),
+        (GTID_LIST_EVENT, encode_gtid_list(GtidListBody(tuple(state))), 0),
+    ]
+    specs += [(BINLOG_CHECKPOINT_EVENT, encode_binlog_checkpoint(BinlogCheckpointBody(n.encode())), 0)
+              for n in (checkpoints if checkpoints is not None else [name])]
+    return _events(specs, BIN_LOG_HEADER_SIZE, timestamp, server_id)
+
+
+class BinlogFiles:
+    """The GTID sequence and the file layout of one standalone binlog. Writer-thread only."""
+
+    def __init__(self, writer: BinlogWriter, *, server_id: int, domain_id: int, server_version: str,
+                 max_binlog_size: int, post_header_lengths: bytes | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.w = writer
+        self.server_id = server_id
+        self.domain_id = domain_id
+        self.server_version = server_version
+        self.max_binlog_size = max_binlog_size
+        self.post_header_lengths = post_header_lengths
+        self.clock = clock
+        self.state = BinlogState()
+        self.seq_no = 0  # last seq_no written in our domain
+        self._first_of_run = True
+
+    # --- start ---------------------------------------------------------------------------------------
+    def open(self) -> RecoveryReport:
+        """Recover what a crash left, then start a new file (MariaDB starts one per run)."""
+        report = self.w.recover()
+        self.state = report.state
+        self.seq_no = max((g.seq for g in self.state.as_list() if g.domain == self.domain_id), default=0)
+        self._start_next()
+        return report
+
+    def _next_name(self) -> str:
+        names = self.w.files()
+        if not names:
+            return f"{self.w.basename}.000001"
+        last = names[-1].rsplit(".", 1)[1]
+        return f"{self.w.basename}.{int(last) + 1:0{max(6, len(last))}d}"
+
+    def _start_next(self) -> str:
+        name = self._next_name()
+        now = int(self.clock())
+        header = file_header(name, server_version=self.server_version, server_id=self.server_id,
+                             state=[Gtid(g.domain, g.server, g.seq) for g in self.state.as_list()],
+                             created=now if self._first_of_run else 0, timestamp=now,
+                             post_header_lengths=self.post_header_lengths)
+        self.w.start_file(name, header)
+        self._first_of_run = False
+        log.info("binlog file %s started (GTID state %s)", name,
+                 ",".join(str(g) for g in self.state.as_list()) or "empty")
+        return name
+
+    # --- writing -------------------------------------------------------------------------------------
+    def write_groups(self, groups: list[Group]) -> list[str]:
+        """Write the groups and commit them together (one fsync per sync_binlog); rotate past the size limit.
+
+        Returns the GTIDs given. On an I/O error nothing of the batch stays in the file or the sequence.
+        """
+        seq0 = self.seq_no
+        gtids: list[str] = []
+        try:
+            for g in groups:
+                self.seq_no += 1
+                data = encode_group(g, server_id=self.server_id, domain_id=self.domain_id, seq_no=self.seq_no,
+                                    start=self.w.end)
+                self.w.write(data)
+                gtids.append(f"{self.domain_id}-{self.server_id}-{self.seq_no}")
+            self.w.commit()
+        except BaseException:
+            self.seq_no = seq0
+            try:
+                self.w.discard()
+            except OSError:
+                log.exception("cannot drop the uncommitted bytes after a failed write")
+            raise
+        self.state.update(StateGtid(self.domain_id, self.server_id, self.seq_no))
+        if self.w.end >= self.max_binlog_size:
+            self.rotate()
+        return gtids
+
+    def rotate(self) -> str:
+        """ROTATE to the next file (FLUSH BINARY LOGS, or the size limit); returns the new file's name."""
+        nxt = self._next_name()
+        body = encode_rotate(RotateBody(BIN_LOG_HEADER_SIZE, nxt.encode()))
+        self.w.write(_events([(ROTATE_EVENT, body, 0)], self.w.end, int(self.clock()), self.server_id))
+        self.w.commit()
+        return self._start_next()
+
+    # --- purge ---------------------------------------------------------------------------------------
+    def purge(self, to: str | None, before: str | None, in_use: set[str]) -> list[str]:
+        """PURGE BINARY LOGS TO `to` (files before it) or BEFORE `before` (files last modified before that time).
+
+        A file a connected replica still reads is never deleted: MariaDB's 1378 when the range includes one.
+        """
+        names = self.w.files()
+        if to is not None:
+            if to not in names:
+                raise SqlError(ER_UNKNOWN_TARGET_BINLOG, "Target log not found in binlog index")
+            victims = names[: names.index(to)]
+        else:
+            assert before is not None
+            try:
+                limit = dt.datetime.fromisoformat(before.strip()).timestamp()
+            except ValueError:
+                raise SqlError(ER_WRONG_VALUE, f"Incorrect DATETIME value: '{before}'") from None
+            victims = []
+            for n in names[:-1]:
+                if os.stat(self.w.directory / n).st_mtime >= limit:
+                    break
+                victims.append(n)
+        busy = [n for n in victims if n in in_use]
+        if busy:
+            log.info("PURGE BINARY LOGS refused: %s is being read by a replica", busy[0])
+            raise SqlError(ER_LOG_IN_USE, "A purgeable log is in use, will not purge")
+        self.w.purge(victims)
+        if victims:
+            log.info("purged %s", ", ".join(victims))
+        return victims
+
+    def close(self) -> None:
+        self.w.close()

@@ -1,0 +1,330 @@
+"""The standalone source: client statements in, binlog groups out, through one writer thread.
+
+`execute()` is called for every COM_QUERY of a standalone server. Writes are classified (`classify`), turned into
+events (`logger`) and either buffered in the session's open transaction or committed; everything else goes to
+the read-only SQL surface as in directory mode, with the transaction side effects MariaDB has (COMMIT writes the
+buffered transaction, ROLLBACK drops it, BEGIN / DDL / FLUSH / SET autocommit=1 commit it implicitly).
+
+Commits go through a queue drained by a single writer thread: groups that arrive while the thread is busy are
+written together and made durable with one commit (group commit), and a client gets its OK only once its group
+is committed (fsync'd per `--sync-binlog`), so nothing acknowledged is lost by a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mysql_mimic.charset import Collation
+
+from protocol.constants import LOG_EVENT_SUPPRESS_USE_F
+from protocol.events import AutoIncrement, QueryCharset
+
+from .. import sysvars as SV
+from ..binlog_writer import BinlogWriteError, BinlogWriter
+from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
+from ..store import BinlogStore
+from .classify import Kind, Statement, classify
+from .files import BinlogFiles
+from .logger import (
+    FLAGS2,
+    LOG_EVENT_THREAD_SPECIFIC_F,
+    OPTION_AUTO_IS_NULL,
+    OPTION_NO_FOREIGN_KEY_CHECKS,
+    OPTION_RELAXED_UNIQUE_CHECKS,
+    Group,
+    QueryContext,
+    StatementEvents,
+    TablesInfoHook,
+)
+from .session import WriteSession
+
+log = logging.getLogger("binlogd.standalone")
+
+ER_ERROR_ON_WRITE = 1026
+RAND_MAX_SEED = 0x3FFFFFFF  # my_rnd's max_value: MariaDB's seeds are below it
+_TRIM = " \t\n\r\v\f"
+
+
+@dataclass(frozen=True)
+class StandaloneConfig:
+    datadir: Path
+    server_id: int
+    server_version: str
+    basename: str = "mysql-bin"
+    gtid_domain_id: int = 0
+    max_binlog_size: int = 1 << 30
+    sync_binlog: int = 0
+
+
+def collation_id(name: str, fallback: int = 45) -> int:
+    """MariaDB's id of a collation name (the ids MariaDB shares with MySQL), else `fallback`."""
+    n = name.lower()
+    for candidate in (n, n.replace("utf8mb3_", "utf8_")):
+        try:
+            return int(Collation[candidate].value)
+        except KeyError:
+            continue
+    return fallback
+
+
+def _sql_mode_bits(text: str) -> int:
+    bits = 0
+    for part in text.split(","):
+        if part.upper() in SV.SQL_MODES:
+            bits |= 1 << SV.SQL_MODES.index(part.upper())
+    return bits
+
+
+def _truthy(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.upper() in ("1", "ON", "TRUE")
+    return bool(v)
+
+
+class StandaloneSource:
+    def __init__(self, cfg: StandaloneConfig, tables_info: TablesInfoHook | None = None,
+                 post_header_lengths: bytes | None = None) -> None:
+        self.cfg = cfg
+        self.writer = BinlogWriter(cfg.datadir, cfg.basename, cfg.sync_binlog)
+        self.files = BinlogFiles(self.writer, server_id=cfg.server_id, domain_id=cfg.gtid_domain_id,
+                                 server_version=cfg.server_version, max_binlog_size=cfg.max_binlog_size,
+                                 post_header_lengths=post_header_lengths)
+        self.tables_info = tables_info
+        self.server: Any = None  # the Primary (ServerView, running dumps); set by serve()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="binlog-writer")
+        self._query_ids = itertools.count(1)
+        self._pending: list[tuple[list[Group], asyncio.Future[None]]] = []
+        self._draining = False
+        self._drainer: asyncio.Task[None] | None = None  # the running group-commit task (a strong reference)
+        self._rng = random.Random()
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+    async def open(self) -> BinlogStore:
+        loop = asyncio.get_running_loop()
+        self.writer.store.bind_loop(loop)
+        report = await loop.run_in_executor(self._executor, self.files.open)
+        if report.truncated_bytes:
+            log.warning("crash recovery: %s cut at %d (%d bytes of an unfinished write dropped)", report.file,
+                        report.truncated_from, report.truncated_bytes)
+        elif report.file:
+            log.info("binlog %s recovered cleanly (end %d)", report.file, report.last_end)
+        return self.writer.store
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(Exception):
+            await loop.run_in_executor(self._executor, self.files.close)
+        self._executor.shutdown(wait=True)
+
+    def session(self, thread_id: int, handshake_collation: int = 45) -> WriteSession:
+        return WriteSession(thread_id=thread_id, handshake_collation=handshake_collation or 45)
+
+    def end_session(self, ws: WriteSession) -> None:
+        """A connection ended: its open transaction is rolled back (MariaDB does the same), nothing is written."""
+        if ws.in_trx:
+            log.info("connection %d closed inside a transaction: %d statement(s) rolled back", ws.thread_id,
+                     len(ws.statements))
+        ws.discard()
+
+    # --- the writer thread ---------------------------------------------------------------------------
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def commit(self, groups: list[Group]) -> None:
+        """Write `groups` in one batch with whatever else is waiting; returns once they are durable."""
+        if not groups:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((groups, fut))
+        if not self._draining:
+            self._draining = True
+            self._drainer = asyncio.get_running_loop().create_task(self._drain(), name="binlog-group-commit")
+        await fut
+
+    async def _drain(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                groups = [g for gs, _ in batch for g in gs]
+                try:
+                    gtids = await self._run(self.files.write_groups, groups)
+                except (OSError, BinlogWriteError) as e:
+                    log.error("binlog write failed: %s", e)
+                    err = SqlError(ER_ERROR_ON_WRITE, f"Error writing file '{self.writer.active}' "
+                                   f"(errno: {getattr(e, 'errno', 0) or 0} \"{getattr(e, 'strerror', e)}\")")
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(err)
+                    continue
+                log.debug("committed %d group(s): %s", len(groups), " ".join(gtids))
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_result(None)
+        finally:
+            self._draining = False
+
+    # --- statements ----------------------------------------------------------------------------------
+    async def execute(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
+        stmt = classify(sql, st.database)
+        kind = stmt.kind
+        if kind is Kind.DML:
+            return await self._dml(stmt, st, ws)
+        if kind in (Kind.DDL, Kind.DB_DDL):
+            return await self._ddl(stmt, st, ws)
+        if kind is Kind.FLUSH_LOGS:
+            await self._implicit_commit(st, ws)
+            name = await self._run(self.files.rotate)
+            log.info("FLUSH BINARY LOGS by connection %d: now writing %s", ws.thread_id, name)
+            return Ok()
+        if kind is Kind.PURGE:
+            in_use = {d.file for d in getattr(self.server, "dumps", {}).values()}
+            await self._run(self.files.purge, stmt.purge_to, stmt.purge_before, in_use)
+            return Ok()
+        if kind is Kind.USE and stmt.database is not None and stmt.database.lower() != "information_schema":
+            use_database(st, stmt.database)
+            return Ok()
+        if kind is Kind.BEGIN:
+            await self._implicit_commit(st, ws)
+        autocommit_before = st.autocommit
+        result = await asyncio.to_thread(execute, sql, st, self.server)
+        if kind is Kind.COMMIT:
+            await self._commit_session(st, ws)
+        elif kind is Kind.ROLLBACK:
+            ws.discard()
+        elif st.autocommit and not autocommit_before:  # SET autocommit=1 commits the open transaction
+            await self._commit_session(st, ws)
+        return result
+
+    async def _commit_session(self, st: SessionState, ws: WriteSession) -> None:
+        group = ws.take(self._now(st), st.skip_replication)
+        if group is not None:
+            await self.commit([group])
+
+    async def _implicit_commit(self, st: SessionState, ws: WriteSession) -> None:
+        """DDL, BEGIN, FLUSH end the open transaction with a commit (MariaDB's implicit commit)."""
+        await self._commit_session(st, ws)
+        st.in_transaction = False
+
+    def _now(self, st: SessionState) -> int:
+        ts = st.session_sysvars.get("timestamp")
+        return int(ts) if isinstance(ts, int | float) and ts else int(time.time())
+
+    def _statement(self, stmt: Statement, st: SessionState, ws: WriteSession, query_id: int) -> StatementEvents:
+        ts_f = st.session_sysvars.get("timestamp")
+        now = float(ts_f) if isinstance(ts_f, int | float) and ts_f else time.time()
+        sv = st.session_sysvars
+        last_id: int | None = None
+        if stmt.uses_last_insert_id:
+            if "last_insert_id" in sv:
+                ws.last_insert_id = int(sv.pop("last_insert_id"))  # type: ignore[call-overload]
+            if ws.last_insert_id is None:
+                raise not_supported("LAST_INSERT_ID() after an INSERT in the same session (binlogd stores no "
+                                    "tables, so the generated id is unknown; SET LAST_INSERT_ID=n first)")
+            last_id = ws.last_insert_id
+        insert_id = sv.pop("insert_id", None) if stmt.kind is Kind.DML and _is_insert(stmt.sql) else None
+        rand: tuple[int, int] | None = None
+        if stmt.uses_rand:
+            s1, s2 = sv.pop("rand_seed1", None), sv.pop("rand_seed2", None)
+            rand = (int(s1) if s1 is not None else self._rng.randrange(RAND_MAX_SEED),  # type: ignore[call-overload]
+                    int(s2) if s2 is not None else self._rng.randrange(RAND_MAX_SEED))  # type: ignore[call-overload]
+        user_vars = tuple((name, st.user_vars.get(name)) for name in stmt.user_vars)
+        ctx = self._context(st, ws, stmt.uses_clock, now)
+        db = stmt.database if stmt.kind is Kind.DB_DDL else None
+        flags = 0
+        if stmt.kind is Kind.DB_DDL:
+            flags |= LOG_EVENT_SUPPRESS_USE_F
+        if stmt.thread_specific:
+            flags |= LOG_EVENT_THREAD_SPECIFIC_F
+        text = stmt.sql.lstrip(_TRIM).rstrip(_TRIM + ";")
+        return StatementEvents(sql=text, ctx=ctx, timestamp=int(now), last_insert_id=last_id,
+                               insert_id=None if insert_id is None else int(insert_id),  # type: ignore[call-overload]
+                               rand=rand,
+                               user_vars=user_vars, collation=ctx.charset.connection, db=db, query_flags=flags,
+                               xid=query_id if stmt.ddl_xid else None)
+
+    def _context(self, st: SessionState, ws: WriteSession, clock: bool, now: float) -> QueryContext:
+        sv = st.session_sysvars
+
+        def get(name: str) -> Any:
+            return sv[name] if name in sv else SV.SYSVARS[name].global_value(self.server)
+
+        flags2 = FLAGS2
+        if _truthy(get("sql_auto_is_null")):
+            flags2 |= OPTION_AUTO_IS_NULL
+        if not _truthy(get("foreign_key_checks")):
+            flags2 |= OPTION_NO_FOREIGN_KEY_CHECKS
+        if not _truthy(get("unique_checks")):
+            flags2 |= OPTION_RELAXED_UNIQUE_CHECKS
+        client = ws.handshake_collation
+        connection = ws.handshake_collation
+        if "character_set_client" in sv:
+            client = collation_id(SV.default_collation(str(sv["character_set_client"])), client)
+        if "collation_connection" in sv:
+            connection = collation_id(str(sv["collation_connection"]), connection)
+        server = collation_id(str(get("collation_server")))
+        inc, off = int(get("auto_increment_increment")), int(get("auto_increment_offset"))
+        tz = sv.get("time_zone")
+        time_zone = str(tz) if tz is not None and str(tz) != str(SV.SYSVARS["time_zone"].global_value(self.server)) \
+            else (str(get("time_zone")) if clock else None)
+        return QueryContext(thread_id=ws.thread_id, charset=QueryCharset(client, connection, server),
+                            db=st.database if st.database and st.database != "information_schema" else "",
+                            flags2=flags2, sql_mode=_sql_mode_bits(str(get("sql_mode"))),
+                            auto_increment=AutoIncrement(inc, off) if (inc, off) != (1, 1) else None,
+                            time_zone=time_zone, hrnow=round(now * 1_000_000) % 1_000_000 if clock else None)
+
+    async def _dml(self, stmt: Statement, st: SessionState, ws: WriteSession) -> Ok:
+        query_id = next(self._query_ids)
+        in_trx = st.in_transaction or not st.autocommit
+        if st.sql_log_bin:
+            ev = self._statement(stmt, st, ws, query_id)
+            events = ev.events(self.tables_info)
+            if in_trx:
+                ws.add(events, query_id, ev.sql)
+            else:
+                await self.commit([Group(ddl=False, events=events, timestamp=ev.timestamp,
+                                         skip=st.skip_replication, xid=query_id, info=[ev.sql])])
+        if _is_insert(stmt.sql):
+            ws.last_insert_id = None  # an auto-increment id may have been generated: unknowable here
+        if in_trx:
+            st.in_transaction = True  # autocommit=0: the statement opened a transaction (the 1929 rule)
+        return Ok()
+
+    async def _ddl(self, stmt: Statement, st: SessionState, ws: WriteSession) -> Ok:
+        groups: list[Group] = []
+        pending = ws.take(self._now(st), st.skip_replication)  # DDL commits the open transaction first
+        if pending is not None:
+            groups.append(pending)
+        st.in_transaction = False
+        query_id = next(self._query_ids)
+        if st.sql_log_bin:
+            ev = self._statement(stmt, st, ws, query_id)
+            groups.append(Group(ddl=True, events=ev.events(self.tables_info), timestamp=ev.timestamp,
+                                skip=st.skip_replication, info=[ev.sql]))
+        await self.commit(groups)
+        return Ok()
+
+
+def _is_insert(sql: str) -> bool:
+    return sql.lstrip(_TRIM)[:7].upper().startswith(("INSERT", "REPLACE"))
+
+
+def use_database(st: SessionState, name: str) -> None:
+    """USE / COM_INIT_DB in standalone mode: any database name is accepted (binlogd keeps no catalogue; a replica
+    that lacks the database reports it when it applies the first statement)."""
+    if name.lower() == "information_schema":
+        change_database(st, name)
+        return
+    if not name or len(name) > 64 or name != name.rstrip(" "):
+        raise SqlError(1102, f"Incorrect database name '{name}'")
+    st.database = name
+    st.session_sysvars.pop("character_set_database", None)
+    st.session_sysvars.pop("collation_database", None)

@@ -1,0 +1,152 @@
+"""One audit run: load the binlog directory, the ledger and the relay logs, run the ten checks, build the summary."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import checks
+from .binlog_source import BinlogSourceError, list_files
+from .ledger import LedgerError, ledger_files, read_ledger
+
+STEPS = ("binlog", "ledger", "connections", *(f"check {i}" for i in range(1, 11)))
+
+
+class AuditError(Exception):
+    """The audit could not run (exit 2): missing directories, no ledger, unreadable input."""
+
+
+@dataclass
+class AuditResult:
+    summary: dict[str, Any]
+    findings: list[tuple]
+    timeline: dict[int, list[dict[str, int]]] = field(default_factory=dict)
+
+    @property
+    def consistent(self) -> bool:
+        return bool(self.summary["consistent"])
+
+
+def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
+              progress: Callable[[str], None] = lambda step: None) -> AuditResult:
+    from pyspark.sql import functions as F
+
+    t0 = time.monotonic()
+    step_seconds: dict[str, float] = {}
+    last = [t0]
+    report_step = progress
+
+    def progress(step: str) -> None:
+        now = time.monotonic()
+        step_seconds[step] = round(now - last[0], 2)
+        last[0] = now
+        report_step(step)
+
+    binlog_dir = Path(binlog_dir).resolve()
+    try:
+        files = list_files(binlog_dir)
+        lf = ledger_files(ledger_dir)
+    except (BinlogSourceError, LedgerError) as e:
+        raise AuditError(str(e)) from e
+    relays: dict[str, Any] = {}
+    for name, d in (relay_dirs or {}).items():
+        try:
+            list_files(d)
+        except BinlogSourceError as e:
+            raise AuditError(f"relay logs of replica {name}: {e}") from e
+        relays[name] = spark.read.format("binlog").load(str(d)).cache()
+
+    E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir)).drop(
+        "db", "statement").cache()
+    stats = {r.file: {"events": int(r.n), "end": int(r.end), "bytes": int(r.b)}
+             for r in E.groupBy("file").agg(F.count("*").alias("n"), F.max("end").alias("end"),
+                                            F.sum("length").alias("b")).collect()}
+    names = [f.name for f in files]
+    findings: list[tuple] = []
+    for n in names:
+        size = (binlog_dir / n).stat().st_size
+        if n in stats and size > stats[n]["end"]:
+            findings.append(checks.finding(1, "warning", None, n, stats[n]["end"],
+                                           f"binlog file ends with {size - stats[n]['end']} bytes that are not a whole "
+                                           "event (torn tail, or being written)"))
+    progress("binlog")
+    L = read_ledger(spark, lf)
+    progress("ledger")
+    data = checks.AuditData(spark=spark, events=E, ledger=L, files=names, file_stats=stats, binlog_dir=binlog_dir,
+                            torn=lf.torn, relays=relays)
+    findings += checks.load_connections(data)
+    progress("connections")
+    findings += checks.check_coverage(data)
+    progress("check 1")
+    rules = checks.check_rules(data)
+    findings += [f for f in rules if f[0] == 2]
+    progress("check 2")
+    findings += checks.check_dummies(data)
+    progress("check 3")
+    findings += [f for f in rules if f[0] == 4]
+    progress("check 4")
+    atom, divergence = checks.check_atomicity(data)
+    findings += atom
+    progress("check 5")
+    findings += checks.check_continuity(data)
+    progress("check 6")
+    behind = checks.convergence(data)
+    progress("check 7")
+    relay_findings, relay_info = checks.check_relay(data)
+    findings += relay_findings
+    progress("check 8")
+    totals = checks.action_totals(data)
+    progress("check 9")
+    findings += checks.check_ledger(data)
+    progress("check 10")
+    tl = checks.timeline(data)
+
+    by_replica = {name: info for name, info in relay_info.items()}
+    conns = []
+    for c in data.connections:
+        t = totals.get(c.conn, {"actions": {}, "bytes": {}, "sent_bytes": {}})
+        conns.append({
+            "connection_id": c.conn, "server_id": c.server_id, "capability": c.capability,
+            "capability_set": c.capability_set, "skip_replication": c.skip_replication, "dump_flags": c.dump_flags,
+            "compat": c.compat, "peer": c.peer, "user": c.user,
+            "start": {"file": c.start_file, "pos": c.start_pos, "gtid": c.start_gtid},
+            "end": {"file": c.end_file, "pos": c.end_pos, "reason": c.reason},
+            "actions": {a: t["actions"].get(a, 0) for a in ("sent", "hole", "dummy", "begin", "fake", "error")},
+            "bytes": {a: t["bytes"].get(a, 0) for a in ("sent", "hole", "dummy", "begin", "fake")},
+            "sent_bytes": sum(t["sent_bytes"].values()),
+            "behind": behind.get(c.conn),
+            "withheld": divergence.get(c.conn, {"transactions": 0, "gtids": [], "gtids_truncated": False,
+                                                "content_bytes": 0}),
+            "findings": sum(1 for f in findings if f[2] == c.conn),
+            "timeline": tl.get(c.conn, []),
+        })
+    findings.sort(key=lambda f: (f[0], f[2] if f[2] is not None else -1, f[3] or "", f[4] if f[4] is not None else -1))
+    errors = [f for f in findings if f[1] == "error"]
+    summary = {
+        "consistent": not errors,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "binlog_dir": str(binlog_dir),
+        "ledger_dir": str(Path(ledger_dir).resolve()),
+        "binlog": {"files": [{"file": n, **stats.get(n, {"events": 0, "end": 0, "bytes": 0})} for n in names],
+                   "events": sum(s["events"] for s in stats.values())},
+        "ledger": {"files": [p.name for p in lf.files], "records": L.count(),
+                   "torn": [{"file": f, "offset": o, "bytes": b} for f, o, b in lf.torn]},
+        "relay": by_replica,
+        "checks": [{"check": i, "name": checks.CHECK_NAMES[i],
+                    "errors": sum(1 for f in findings if f[0] == i and f[1] == "error"),
+                    "warnings": sum(1 for f in findings if f[0] == i and f[1] == "warning")} for i in range(1, 11)],
+        "connections": conns,
+        "findings": [dict(zip(("check", "severity", "connection_id", "file", "pos", "message"), f, strict=True))
+                     for f in findings[:1000]],
+        "findings_total": len(findings),
+        "seconds": round(time.monotonic() - t0, 2),
+        "step_seconds": step_seconds,
+    }
+    E.unpersist()
+    L.unpersist()
+    for df in relays.values():
+        df.unpersist()
+    return AuditResult(summary, findings, tl)

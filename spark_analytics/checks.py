@@ -1,0 +1,679 @@
+"""The ten checks of the audit, as Spark DataFrame operations over the binlog events and the ledger records.
+
+Sizes: the binlog events (`E`, one row per event) and the ledger records are big; connections, files and the
+per-policy rule table are small (broadcast). Expected non-send actions come from `server/decision.py`'s
+`decide()`, the one place of the per-event rule, evaluated once per distinct connection policy.
+
+Every check returns findings as rows of FINDING_DDL; `severity` is `error` (the audit fails: exit 1), `warning`
+(reported, e.g. a torn last ledger record or MariaDB's documented holes under `--compat mariadb`) or `info`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocol.constants import (
+    ANNOTATE_ROWS_EVENT,
+    BINLOG_CHECKPOINT_EVENT,
+    CAP_TOLERATE_HOLES,
+    EVENT_TYPE_NAMES,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    QUERY_EVENT,
+    ROTATE_EVENT,
+    START_ENCRYPTION_EVENT,
+    USER_VAR_EVENT,
+)
+from server.decision import Action, Compat, ReplicaPolicy, clamp_capability, decide
+
+FINDING_DDL = "`check` INT, severity STRING, connection_id BIGINT, file STRING, pos BIGINT, message STRING"
+CHECK_NAMES = {
+    1: "coverage", 2: "hole legality", 3: "dummy integrity", 4: "filter correctness", 5: "transaction atomicity",
+    6: "position continuity", 7: "convergence", 8: "relay-log reconciliation", 9: "divergence",
+    10: "ledger integrity",
+}
+FILTERED = ("hole", "dummy", "begin")
+# events that carry no transaction content: capability rules may filter them alone without splitting a group
+_METADATA_TYPES = (GTID_EVENT, ANNOTATE_ROWS_EVENT, GTID_LIST_EVENT, BINLOG_CHECKPOINT_EVENT,
+                   FORMAT_DESCRIPTION_EVENT, ROTATE_EVENT, START_ENCRYPTION_EVENT, 159)
+_ACTION_NAMES = {Action.HOLE: "hole", Action.DUMMY: "dummy", Action.BEGIN: "begin"}
+
+
+@dataclass
+class Connection:
+    """One dump as the ledger describes it (driver side: connections are few)."""
+
+    conn: int
+    server_id: int
+    capability: int
+    capability_set: bool
+    skip_replication: bool
+    dump_flags: int
+    compat: str
+    send_tables_info: bool
+    checksum: bool
+    peer: str | None
+    user: str | None
+    start_file: str | None
+    start_pos: int
+    start_gtid: str | None
+    end_file: str | None = None
+    end_pos: int | None = None
+    reason: str | None = None  # close.reason; None: no close record
+    close_events: int | None = None
+    ts_us: int | None = None
+    policy_id: int = 0
+
+    def policy(self) -> ReplicaPolicy:
+        kw: dict[str, Any] = {
+            "capability": clamp_capability(self.capability),
+            "skip_replication": bool(self.skip_replication),
+            "send_annotate": bool(self.dump_flags & 2),
+            "compat": Compat.MARIADB if self.compat == "mariadb" else Compat.BINLOGD,
+        }
+        if "send_tables_info" in {f.name for f in dataclasses.fields(ReplicaPolicy)}:
+            kw["send_tables_info"] = bool(self.send_tables_info)
+        return ReplicaPolicy(**kw)
+
+
+@dataclass
+class AuditData:
+    spark: Any
+    events: Any  # E: binlog events (binlog_source COLUMNS)
+    ledger: Any  # all ledger records
+    files: list[str]  # binlog files in order
+    file_stats: dict[str, dict[str, int]]  # file -> {"events", "end", "bytes"}
+    binlog_dir: Path
+    connections: list[Connection] = field(default_factory=list)
+    torn: list[tuple[str, int, int]] = field(default_factory=list)
+    relays: dict[str, Any] = field(default_factory=dict)  # replica server_id (text) -> relay events DataFrame
+
+
+def _F() -> Any:
+    from pyspark.sql import functions as F
+
+    return F
+
+
+def finding(check: int, severity: str, conn: int | None, file: str | None, pos: int | None, message: str
+            ) -> tuple[int, str, int | None, str | None, int | None, str]:
+    return (check, severity, conn, file, pos, message)
+
+
+def type_name(t: int | None) -> str:
+    return "?" if t is None else f"{EVENT_TYPE_NAMES.get(t, 'Unknown')}({t})"
+
+
+# ---- tables derived once ---------------------------------------------------------------------------------------
+
+
+def load_connections(data: AuditData) -> list[tuple]:
+    """Fill `data.connections` from the conn/close records; findings (check 10) for malformed structure."""
+    F = _F()
+    L = data.ledger
+    out: list[tuple] = []
+    conn_rows = L.filter(F.col("r") == "conn").orderBy("seq").collect()
+    close_rows = L.filter(F.col("r") == "close").orderBy("seq").collect()
+    seen: dict[int, Connection] = {}
+    for r in conn_rows:
+        if r.conn in seen:
+            out.append(finding(10, "error", r.conn, None, None, f"connection {r.conn} has a second conn record "
+                                                               f"(seq {r.seq})"))
+            continue
+        seen[r.conn] = Connection(
+            conn=r.conn, server_id=r.server_id or 0, capability=r.capability or 0,
+            capability_set=bool(r.capability_set), skip_replication=bool(r.skip_replication),
+            dump_flags=r.dump_flags or 0, compat=r.compat or "binlogd", send_tables_info=bool(r.send_tables_info),
+            checksum=bool(r.checksum), peer=r.peer, user=r.user, start_file=r.start_file, start_pos=r.start_pos or 4,
+            start_gtid=r.start_gtid, ts_us=r.ts_us)
+    closed: set[int] = set()
+    for r in close_rows:
+        c = seen.get(r.conn)
+        if c is None:
+            out.append(finding(10, "error", r.conn, r.file, r.pos, f"close record (seq {r.seq}) of connection "
+                                                                   f"{r.conn}, which has no conn record"))
+            continue
+        if r.conn in closed:
+            out.append(finding(10, "error", r.conn, r.file, r.pos, f"second close record (seq {r.seq})"))
+            continue
+        closed.add(r.conn)
+        c.end_file, c.end_pos, c.reason, c.close_events = r.file, r.pos, r.reason, r.events
+    # connections without a close record end where their records end
+    last = (L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
+            .groupBy("conn").agg(F.max_by(F.struct("file", "end"), "seq").alias("last")).collect())
+    last_by = {r.conn: r["last"] for r in last}
+    for c in seen.values():
+        if c.reason is None:
+            lr = last_by.get(c.conn)
+            c.end_file, c.end_pos = (lr.file, lr.end) if lr is not None else (c.start_file, c.start_pos)
+            out.append(finding(10, "warning", c.conn, c.end_file, c.end_pos,
+                               "no close record: the dump was still running or binlogd stopped abruptly; "
+                               "audited up to its last record"))
+    orphans = (L.filter(F.col("r") == "ev").select("conn").distinct().collect())
+    for r in orphans:
+        if r.conn not in seen:
+            out.append(finding(10, "error", r.conn, None, None, f"ev records of connection {r.conn}, which has no "
+                                                                "conn record"))
+    policies: dict[ReplicaPolicy, int] = {}
+    for c in seen.values():
+        c.policy_id = policies.setdefault(c.policy(), len(policies))
+    data.connections = sorted(seen.values(), key=lambda c: c.conn)
+    return out
+
+
+def conns_df(data: AuditData) -> Any:
+    """The small connection table with file indexes of the audited range [start, end)."""
+    F = _F()
+    fi = {f: i for i, f in enumerate(data.files)}
+    rows = [(c.conn, c.server_id, c.capability, c.skip_replication, c.compat, c.policy_id,
+             fi.get(c.start_file or "", -1), c.start_pos, fi.get(c.end_file or "", -1), c.end_pos or 0,
+             c.start_gtid) for c in data.connections]
+    ddl = ("conn BIGINT, c_server_id BIGINT, c_capability INT, c_skip BOOLEAN, c_compat STRING, policy_id INT, "
+           "start_fi INT, start_pos BIGINT, end_fi INT, end_pos BIGINT, start_gtid STRING")
+    return F.broadcast(data.spark.createDataFrame(rows, ddl))
+
+
+def files_df(data: AuditData) -> Any:
+    F = _F()
+    rows = [(f, i, data.file_stats.get(f, {}).get("end", 4)) for i, f in enumerate(data.files)]
+    return F.broadcast(data.spark.createDataFrame(rows, "file STRING, fi INT, file_end BIGINT"))
+
+
+def rule_table(data: AuditData) -> Any:
+    """(policy_id, type, flagged, standalone) -> expected action, for every non-send answer of decide()."""
+    F = _F()
+    rows = []
+    done: set[int] = set()
+    for c in data.connections:
+        if c.policy_id in done:
+            continue
+        done.add(c.policy_id)
+        pol = c.policy()
+        for t in range(256):
+            for flagged in (False, True):
+                for standalone in (False, True):
+                    a = decide(t, 0x8000 if flagged else 0, standalone, pol)
+                    if a != Action.SEND:
+                        rows.append((c.policy_id, t, flagged, standalone, _ACTION_NAMES[Action(a)]))
+    return F.broadcast(data.spark.createDataFrame(
+        rows, "policy_id INT, type INT, flagged BOOLEAN, standalone BOOLEAN, expected STRING"))
+
+
+def in_range(F: Any) -> Any:
+    """Condition: the event (fi, start, end) lies in the connection's audited range."""
+    after_start = (F.col("fi") > F.col("start_fi")) | ((F.col("fi") == F.col("start_fi"))
+                                                       & (F.col("start") >= F.col("start_pos")))
+    before_end = (F.col("fi") < F.col("end_fi")) | ((F.col("fi") == F.col("end_fi"))
+                                                   & (F.col("end") <= F.col("end_pos")))
+    return after_start & before_end
+
+
+def records(data: AuditData) -> Any:
+    """Non-fake ev records with the file index (a file unknown to the binlog directory gets fi null)."""
+    F = _F()
+    return (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
+            .select("seq", "conn", "file", "start", "end", "count", "length", "action", "why", "type", "flags",
+                    "gtid", "sent_length")
+            .join(files_df(data), "file", "left"))
+
+
+def events_fi(data: AuditData) -> Any:
+    F = _F()
+    return data.events.withColumn("fi", F.col("file_index"))
+
+
+def _rows(df: Any, check: int, severity: str, msg: Any) -> list[Any]:
+    """Findings as a lazy DataFrame (collected once per check by `collect_findings`)."""
+    F = _F()
+    return [df.select(F.lit(check).alias("check"), F.lit(severity).alias("severity"),
+                      F.col("conn").cast("bigint").alias("connection_id"), F.col("file"),
+                      F.col("start").cast("bigint").alias("pos"), msg.alias("message"))]
+
+
+def collect_findings(items: list[Any]) -> list[tuple]:
+    """Tuples stay; DataFrames of findings are unioned and collected in one Spark job."""
+    from functools import reduce
+
+    out = [i for i in items if isinstance(i, tuple)]
+    frames = [i for i in items if not isinstance(i, tuple)]
+    if frames:
+        out += [tuple(r) for r in reduce(lambda a, b: a.unionByName(b), frames).collect()]
+    return out
+
+
+# ---- check 1: coverage ------------------------------------------------------------------------------------------
+
+
+def check_coverage(data: AuditData) -> list[tuple]:
+    from pyspark.sql import Window
+
+    F = _F()
+    out: list[tuple] = []
+    R = records(data)
+    out += _rows(R.filter(F.col("fi").isNull()), 1, "error",
+                 F.concat(F.lit("record names binlog file "), F.col("file"), F.lit(", which is not in the binlog "
+                                                                                  "directory")))
+    C = conns_df(data)
+    R = R.filter(F.col("fi").isNotNull()).join(C.select("conn", "start_fi", "start_pos", "end_fi", "end_pos"), "conn")
+    # the FDE of the first file of a dump that starts after it is sent outside the requested range
+    R = R.filter(~((F.col("fi") == F.col("start_fi")) & (F.col("start") == 4) & (F.col("start_pos") > 4)))
+    fends = F.broadcast(data.spark.createDataFrame(
+        [(i, data.file_stats.get(f, {}).get("end", 4)) for i, f in enumerate(data.files)],
+        "pfi INT, prev_file_end BIGINT"))
+    w = Window.partitionBy("conn").orderBy("fi", "start", "seq")
+    R = (R.withColumn("prev_end", F.lag("end").over(w)).withColumn("pfi", F.lag("fi").over(w))
+         .withColumn("next_start", F.lead("start").over(w))
+         .join(fends, "pfi", "left"))
+    R = R.cache()
+    first = R.filter(F.col("prev_end").isNull() & ((F.col("fi") != F.col("start_fi")) |
+                                                   (F.col("start") != F.col("start_pos"))))
+    out += _rows(first, 1, "error", F.format_string("records begin here, but the connection started at position %d "
+                                                    "of file #%d", F.col("start_pos"), F.col("start_fi")))
+    same = F.col("pfi") == F.col("fi")
+    out += _rows(R.filter(same & (F.col("start") > F.col("prev_end"))), 1, "error",
+                 F.format_string("gap: events [%d, %d) are not accounted for", F.col("prev_end"), F.col("start")))
+    out += _rows(R.filter(same & (F.col("start") < F.col("prev_end"))), 1, "error",
+                 F.format_string("overlap: [%d, %d) accounted for twice (previous record ends at %d)",
+                                 F.col("start"), F.least(F.col("end"), F.col("prev_end")), F.col("prev_end")))
+    newfile = F.col("pfi").isNotNull() & (F.col("pfi") != F.col("fi"))
+    out += _rows(R.filter(newfile & (F.col("prev_end") != F.col("prev_file_end"))), 1, "error",
+                 F.format_string("the previous file's records end at %d, before its end %d", F.col("prev_end"),
+                                 F.col("prev_file_end")))
+    out += _rows(R.filter(newfile & ((F.col("fi") != F.col("pfi") + 1) | (F.col("start") != 4))), 1, "error",
+                 F.format_string("the file's records begin at %d (expected 4, right after file #%d)", F.col("start"),
+                                 F.col("pfi")))
+    out += _rows(R.filter(F.col("next_start").isNull() & (F.col("end_fi") >= 0) &
+                          ((F.col("fi") != F.col("end_fi")) | (F.col("end") != F.col("end_pos")))), 1, "error",
+                 F.format_string("records end at %d but the connection's last position is %d in file #%d",
+                                 F.col("end"), F.col("end_pos"), F.col("end_fi")))
+    # boundaries and counts against the binlog's events
+    E = data.events.select("file", "start", "end", "ordinal", "type", "flags")
+    S = E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("e_type"),
+                 F.col("flags").alias("e_flags"))
+    T = E.select("file", F.col("end"), F.col("ordinal").alias("e_ord"))
+    B = R.join(S, ["file", "start"], "left").join(T, ["file", "end"], "left")
+    out += _rows(B.filter(F.col("s_ord").isNull()), 1, "error",
+                 F.format_string("record [%d, %d) does not start at an event boundary", F.col("start"), F.col("end")))
+    out += _rows(B.filter(F.col("s_ord").isNotNull() & F.col("e_ord").isNull()), 1, "error",
+                 F.format_string("record [%d, %d) does not end at an event boundary", F.col("start"), F.col("end")))
+    ok = B.filter(F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull())
+    out += _rows(ok.filter(F.col("count") != F.col("e_ord") - F.col("s_ord") + 1), 1, "error",
+                 F.format_string("record [%d, %d) says %d events, the binlog has %d there", F.col("start"),
+                                 F.col("end"), F.col("count"), F.col("e_ord") - F.col("s_ord") + 1))
+    out += _rows(ok.filter(F.col("length") != F.col("end") - F.col("start")), 1, "error",
+                 F.format_string("record [%d, %d) says length %d", F.col("start"), F.col("end"), F.col("length")))
+    out += _rows(ok.filter(F.col("type").isNotNull() & (F.col("count") == 1) &
+                           ((F.col("type") != F.col("e_type")) | (F.col("flags") != F.col("e_flags")))), 1, "error",
+                 F.format_string("record says type %d flags 0x%04x, the binlog event is type %d flags 0x%04x",
+                                 F.col("type"), F.col("flags"), F.col("e_type"), F.col("e_flags")))
+    out = collect_findings(out)
+    R.unpersist()
+    return out
+
+
+# ---- checks 2 and 4: hole legality and filter correctness ---------------------------------------------------------
+
+
+def expected_filtered(data: AuditData) -> Any:
+    """(conn, file, start) of every event the rule filters for that connection, with the expected action."""
+    F = _F()
+    E = (events_fi(data)
+         .withColumn("flagged", (F.col("flags").bitwiseAND(0x8000)) != 0)
+         .withColumn("standalone", F.coalesce(F.col("gtid_standalone"), F.lit(False)))
+         .select("file", "fi", "start", "end", "type", "flags", "flagged", "standalone", "trx"))
+    X = E.join(rule_table(data), ["type", "flagged", "standalone"])
+    return X.join(conns_df(data), "policy_id").filter(in_range(F))
+
+
+def check_rules(data: AuditData) -> list[tuple]:
+    F = _F()
+    out: list[tuple] = []
+    EXP = expected_filtered(data).select("conn", "file", "start", "type", "flagged", "expected", "c_capability",
+                                         "c_skip", "c_compat")
+    NS = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*FILTERED))
+          .select("conn", "file", "start", "action", "why", F.col("type").alias("r_type")))
+    J = NS.join(EXP, ["conn", "file", "start"], "full_outer").cache()
+    tname = F.coalesce(F.col("type"), F.col("r_type"))
+    missing = J.filter(F.col("action").isNull())
+    out += _rows(missing.filter(F.col("flagged") & F.col("c_skip")), 4, "error",
+                 F.format_string("event type %d flagged 0x8000 sent as-is to a skip_replication connection "
+                                 "(the rule says %s)", tname, F.col("expected")))
+    out += _rows(missing.filter(~(F.col("flagged") & F.col("c_skip"))), 4, "error",
+                 F.format_string("event type %d sent as-is to capability %d, which cannot take it (the rule says %s)",
+                                 tname, F.col("c_capability"), F.col("expected")))
+    legal_start = F.coalesce(F.col("why"), F.lit("")) == "gtid_start"
+    extra = J.filter(F.col("expected").isNull() & ~legal_start)
+    out += _rows(extra.filter(F.col("action") == "hole"), 2, "error",
+                 F.format_string("hole (why %s) for an event type %d the rule sends as-is", F.col("why"), tname))
+    out += _rows(extra.filter(F.col("action") != "hole"), 4, "error",
+                 F.format_string("%s (why %s) for an event type %d the rule sends as-is", F.col("action"),
+                                 F.col("why"), tname))
+    differ = J.filter(F.col("expected").isNotNull() & F.col("action").isNotNull() &
+                      (F.col("expected") != F.col("action")) & ~legal_start)
+    out += _rows(differ.filter(F.col("action") == "hole"), 2, "error",
+                 F.format_string("hole for event type %d where capability %d needs a %s (it cannot take holes)",
+                                 tname, F.col("c_capability"), F.col("expected")))
+    out += _rows(differ.filter(F.col("action") != "hole"), 4, "error",
+                 F.format_string("%s for event type %d where the rule says %s", F.col("action"), tname,
+                                 F.col("expected")))
+    out = collect_findings(out)
+    J.unpersist()
+    return out
+
+
+# ---- check 3: dummy integrity -------------------------------------------------------------------------------------
+
+
+def _rebuild_rows(binlog_dir: str) -> Callable[[Iterator[Any]], Iterator[tuple]]:
+    """Per partition: rebuild each replaced event with protocol/rewrite.py; yield the ones that are not valid."""
+
+    def run(rows: Iterator[Any]) -> Iterator[tuple]:
+        from protocol.checksum import crc_ok
+        from protocol.rewrite import RewriteError, begin_event, dummy_event
+
+        for file, start, length, action, has_crc in rows:
+            try:
+                with open(f"{binlog_dir}/{file}", "rb") as fh:
+                    fh.seek(start)
+                    ev = fh.read(length)
+                rebuilt = (begin_event if action == "begin" else dummy_event)(ev, bool(has_crc))
+            except (OSError, RewriteError) as e:
+                yield (file, start, action, str(e))
+                continue
+            if len(rebuilt) != len(ev):
+                yield (file, start, action, f"length {len(rebuilt)} instead of {len(ev)}")
+            elif rebuilt[13:17] != ev[13:17]:
+                yield (file, start, action, "log_pos differs from the original's")
+            elif has_crc and not crc_ok(rebuilt):
+                yield (file, start, action, "CRC invalid")
+
+    return run
+
+
+def check_dummies(data: AuditData) -> list[tuple]:
+    F = _F()
+    out: list[tuple] = []
+    D = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("dummy", "begin"))
+         .select("conn", "file", "start", "end", "length", "sent_length", "action"))
+    E = data.events.select("file", "start", F.col("end").alias("e_end"), F.col("length").alias("e_length"),
+                           F.col("log_pos").alias("e_log_pos"), F.col("crc_ok").isNotNull().alias("has_crc"))
+    J = D.join(E, ["file", "start"], "left").cache()
+    out += _rows(J.filter(F.col("e_length").isNull()), 3, "error",
+                 F.format_string("%s record at a position where the binlog has no event", F.col("action")))
+    K = J.filter(F.col("e_length").isNotNull())
+    bad_len = (F.col("length") != F.col("e_length")) | (F.col("sent_length") != F.col("e_length"))
+    out += _rows(K.filter(bad_len), 3, "error",
+                 F.format_string("%s of length %d (sent %d bytes) replaces an event of length %d", F.col("action"),
+                                 F.col("length"), F.col("sent_length"), F.col("e_length")))
+    out += _rows(K.filter(F.col("end") != F.col("e_end")), 3, "error",
+                 F.format_string("%s ends at %d but the event it replaces ends at %d (log_pos)", F.col("action"),
+                                 F.col("end"), F.col("e_end")))
+    # rebuild each distinct replaced event with protocol/rewrite.py: same length and log_pos, valid CRC
+    uniq = K.select("file", "start", "e_length", "action", "has_crc").distinct()
+    for file, start, action, why in uniq.rdd.map(tuple).mapPartitions(_rebuild_rows(str(data.binlog_dir))).collect():
+        out.append(finding(3, "error", None, file, start, f"the {action} rebuilt from the stored event "
+                                                          f"(protocol/rewrite.py) is not valid: {why}"))
+    out = collect_findings(out)
+    J.unpersist()
+    return out
+
+
+# ---- check 5: transaction atomicity; check 9: divergence ---------------------------------------------------------
+
+
+def filtered_content(data: AuditData) -> Any:
+    """Per (conn, trx): content events filtered (hole/dummy) and their first position, bytes."""
+    F = _F()
+    NS = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("hole", "dummy"))
+          .select("conn", "file", "start", "action"))
+    E = data.events.select("file", "start", "type", "trx", "length")
+    return NS.join(E, ["file", "start"]).filter(~F.col("type").isin(*_METADATA_TYPES))
+
+
+def check_atomicity(data: AuditData) -> tuple[list[tuple], dict[int, dict[str, Any]]]:
+    F = _F()
+    out: list[tuple] = []
+    FC = filtered_content(data).groupBy("conn", "trx").agg(
+        F.count("*").alias("n_filt"), F.min(F.struct("file", "start")).alias("first"),
+        F.sum("length").alias("bytes")).cache()
+    content = (events_fi(data).filter(~F.col("type").isin(*_METADATA_TYPES))
+               .select("trx", "fi", "start", "end"))
+    pairs = FC.select("conn", "trx").join(conns_df(data), "conn")
+    n_in = pairs.join(content, "trx").filter(in_range(F)).groupBy("conn", "trx").agg(F.count("*").alias("n_in"))
+    J = FC.join(n_in, ["conn", "trx"], "left").filter(F.coalesce(F.col("n_in"), F.lit(0)) != F.col("n_filt"))
+    for r in J.collect():
+        out.append(finding(5, "error", r.conn, r.first.file, r.first.start,
+                           f"transaction {r.trx} split: {r.n_filt} of its {r.n_in or 0} events filtered, the rest "
+                           "sent"))
+    # check 9: what each connection did not get (withheld transactions and bytes)
+    div: dict[int, dict[str, Any]] = {}
+    for r in FC.groupBy("conn").agg(F.count("*").alias("n"), F.sort_array(F.collect_list("trx")).alias("trx"),
+                                    F.sum("bytes").alias("bytes")).collect():
+        gtids = [t for t in r.trx if "#" not in t]
+        div[r.conn] = {"transactions": r.n, "gtids": gtids[:100], "gtids_truncated": len(gtids) > 100,
+                       "content_bytes": r.bytes}
+    FC.unpersist()
+    return out, div
+
+
+# ---- check 6: position continuity ---------------------------------------------------------------------------------
+
+
+def check_continuity(data: AuditData) -> list[tuple]:
+    F = _F()
+    out: list[tuple] = []
+    low = [c for c in data.connections if c.capability < CAP_TOLERATE_HOLES]
+    if not low:
+        return out
+    by = {c.conn: c for c in low}
+    H = (data.ledger.filter((F.col("r") == "ev") & (F.col("action") == "hole") &
+                            F.col("conn").isin(list(by)) & (F.coalesce(F.col("why"), F.lit("")) != "gtid_start"))
+         .groupBy("conn", "why").agg(F.count("*").alias("n"), F.min(F.struct("file", "start")).alias("first")))
+    for r in H.collect():
+        c = by[r.conn]
+        documented = c.compat == "mariadb" and r.why == "skip_replication"
+        sev = "warning" if documented else "error"
+        note = (" (MariaDB 10.11's own behaviour, --compat mariadb: the replica's positions are wrong after a "
+                "reconnect)" if documented else "")
+        out.append(finding(6, sev, r.conn, r.first.file, r.first.start,
+                           f"{r.n} hole(s) (why {r.why}) in the stream of a capability {c.capability} connection, "
+                           f"which cannot tolerate holes{note}"))
+    return out
+
+
+# ---- check 7: convergence -----------------------------------------------------------------------------------------
+
+
+def convergence(data: AuditData) -> dict[int, dict[str, Any]]:
+    """How far behind the binlog's end each connection was when it ended (events, bytes, files)."""
+    F = _F()
+    out: dict[int, dict[str, Any]] = {}
+    keys = [(c.end_file, c.end_pos) for c in data.connections if c.end_file]
+    ords: dict[tuple[str, int], int] = {}
+    if keys:
+        K = data.spark.createDataFrame(list(set(keys)), "file STRING, start BIGINT")
+        for r in data.events.select("file", "start", "ordinal").join(F.broadcast(K), ["file", "start"]).collect():
+            ords[(r.file, r.start)] = r.ordinal
+    for c in data.connections:
+        if c.end_file not in data.files:
+            out[c.conn] = {"events": None, "bytes": None, "files": None}
+            continue
+        i = data.files.index(c.end_file)
+        st = data.file_stats.get(c.end_file, {"events": 0, "end": 4})
+        later = data.files[i + 1 :]
+        ev = st["events"] - ords[(c.end_file, c.end_pos)] if (c.end_file, c.end_pos) in ords else 0
+        by = max(0, st["end"] - (c.end_pos or 0))
+        for f in later:
+            ev += data.file_stats.get(f, {}).get("events", 0)
+            by += data.file_stats.get(f, {}).get("end", 4) - 4
+        out[c.conn] = {"events": ev, "bytes": by, "files": len(later)}
+    return out
+
+
+# ---- check 8: relay-log reconciliation ---------------------------------------------------------------------------
+
+
+def check_relay(data: AuditData) -> tuple[list[tuple], dict[str, dict[str, Any]]]:
+    F = _F()
+    out: list[tuple] = []
+    info: dict[str, dict[str, Any]] = {}
+    for replica, RL in data.relays.items():
+        conns = [c for c in data.connections if str(c.server_id) == replica]
+        if not conns:
+            out.append(finding(8, "error", None, None, None, f"relay logs given for replica server_id {replica}, "
+                                                             "but the ledger has no connection from it"))
+            continue
+        ids = [c.conn for c in conns]
+        C = conns_df(data).filter(F.col("conn").isin(ids))
+        E = events_fi(data).select("file", "fi", "start", "end", "type", "length")
+        inr = E.join(C, how="inner", on=in_range(F)).select("conn", "file", "start", "end", "type", "length")
+        L = data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*FILTERED) & F.col("conn").isin(ids))
+        holes = L.filter(F.col("action") == "hole").select("conn", "file", "start")
+        acts = L.filter(F.col("action") != "hole").select("conn", "file", "start", "action")
+        S = (inr.join(holes, ["conn", "file", "start"], "left_anti").join(acts, ["conn", "file", "start"], "left")
+             .withColumn("action", F.coalesce(F.col("action"), F.lit("sent")))
+             .groupBy("file", "end").agg(F.first("start").alias("start"), F.first("type").alias("type"),
+                                         F.first("length").alias("length"), F.first("action").alias("action")))
+        # what the replica wrote: upstream events (not its own), not artificial (fake ROTATE / GTID_LIST)
+        R = (RL.filter(~F.col("relay_own") & F.col("source_end").isNotNull() &
+                       (F.col("flags").bitwiseAND(0x20) == 0))
+             .select(F.col("source_file").alias("file"), F.col("source_end").alias("end"),
+                     F.col("file").alias("relay_file"), F.col("start").alias("relay_pos"),
+                     F.col("type").alias("r_type"), F.col("length").alias("r_length"), F.col("crc_ok").alias("r_crc"))
+             .dropDuplicates(["file", "end"]))
+        J = S.join(R, ["file", "end"], "full_outer").cache()
+        missing = J.filter(F.col("relay_file").isNull()).groupBy("file").agg(
+            F.count("*").alias("n"), F.min("start").alias("first"), F.sum("length").alias("bytes")).collect()
+        for r in missing:
+            out.append(finding(8, "error", None, r.file, r.first,
+                               f"replica {replica}: {r.n} event(s) ({r.bytes} bytes) from here on were sent per the "
+                               "ledger but are missing from its relay log"))
+        extra = J.filter(F.col("action").isNull()).collect()
+        for r in extra[:50]:
+            out.append(finding(8, "error", None, r.file, r.end, f"replica {replica}: relay log {r.relay_file}:"
+                                                                f"{r.relay_pos} holds an event ending here that the "
+                                                                "ledger does not record as sent"))
+        both = J.filter(F.col("action").isNotNull() & F.col("relay_file").isNotNull())
+        wrong = both.filter(
+            (F.col("r_length") != F.col("length")) |
+            ((F.col("action") == "sent") & (F.col("r_type") != F.col("type"))) |
+            ((F.col("action") == "dummy") & ~F.col("r_type").isin(QUERY_EVENT, USER_VAR_EVENT)) |
+            ((F.col("action") == "begin") & (F.col("r_type") != QUERY_EVENT)) |
+            (F.col("r_crc") == F.lit(False))).collect()
+        for r in wrong[:50]:
+            out.append(finding(8, "error", None, r.file, r.start,
+                               f"replica {replica}: relay log {r.relay_file}:{r.relay_pos} has type {r.r_type} length "
+                               f"{r.r_length} crc_ok {r.r_crc}; the ledger says {r.action} of type {r.type} length "
+                               f"{r.length}"))
+        # a relay log cut inside a transaction
+        last = (RL.filter(~F.col("relay_own")).orderBy(F.col("file_index").desc(), F.col("start").desc())
+                .select("file", "start", "end", "group_end", "trx").limit(1).collect())
+        if last and not last[0].group_end:
+            out.append(finding(8, "error", None, last[0].file, last[0].end,
+                               f"replica {replica}: its relay log ends inside transaction {last[0].trx}"))
+        counts = J.agg(F.count("relay_file").alias("relay"), F.count("action").alias("ledger"),
+                       F.count(F.when(F.col("relay_file").isNotNull() & F.col("action").isNotNull(), 1)).alias("both")
+                       ).collect()[0]
+        info[replica] = {"connections": ids, "relay_events": counts.relay, "ledger_sent_events": counts.ledger,
+                         "matched": counts.both}
+        J.unpersist()
+    return out, info
+
+
+# ---- check 10: ledger integrity ------------------------------------------------------------------------------------
+
+
+def check_ledger(data: AuditData) -> list[tuple]:
+    from pyspark.sql import Window
+
+    F = _F()
+    out: list[tuple] = []
+    L = data.ledger
+    torn_files = {t[0]: t for t in data.torn}
+    bad = L.filter(F.col("_corrupt_record").isNotNull()).groupBy("ledger_file").count().collect()
+    for r in bad:
+        n = r["count"]
+        t = torn_files.get(r.ledger_file)
+        if t is not None:
+            out.append(finding(10, "warning", None, t[0], t[1], f"torn last record ({t[2]} bytes without a newline): "
+                                                                "tolerated, its content is lost"))
+            n -= 1
+        if n > 0:
+            out.append(finding(10, "error", None, r.ledger_file, None, f"{n} unparsable record(s) inside the ledger"))
+    S = L.filter(F.col("seq").isNotNull())
+    agg = S.agg(F.min("seq").alias("lo"), F.max("seq").alias("hi"), F.count("*").alias("n"),
+                F.countDistinct("seq").alias("d")).collect()[0]
+    if agg.n == 0:
+        out.append(finding(10, "error", None, None, None, "the ledger holds no records"))
+        return out
+    if agg.d != agg.n:
+        for r in S.groupBy("seq").agg(F.count("*").alias("k"), F.first("ledger_file").alias("f"),
+                                      F.first("conn").alias("conn")).filter(F.col("k") > 1).limit(100).collect():
+            out.append(finding(10, "error", r.conn, r.f, r.seq, f"record seq {r.seq} appears {r.k} times "
+                                                                "(duplicated record)"))
+    if agg.d != agg.hi - agg.lo + 1:
+        w = Window.orderBy("seq")
+        G = (S.select("seq", "ledger_file", "conn").distinct().withColumn("prev", F.lag("seq").over(w))
+             .filter(F.col("seq") - F.col("prev") > 1))
+        for r in G.limit(100).collect():
+            out.append(finding(10, "error", r.conn, r.ledger_file, r.seq,
+                               f"records seq {r.prev + 1}..{r.seq - 1} are missing (removed or lost)"))
+    if agg.lo != 1:
+        out.append(finding(10, "warning", None, None, agg.lo, f"the ledger starts at seq {agg.lo}: earlier files "
+                                                              "were removed"))
+    # close.events against the records (the dump's own counter vs the ledger's records)
+    sums = dict(L.filter((F.col("r") == "ev") & F.col("action").isin("sent", "dummy", "begin", "fake"))
+                .groupBy("conn").agg(F.sum("count")).collect())
+    for c in data.connections:
+        if c.close_events is not None and sums.get(c.conn, 0) != c.close_events:
+            out.append(finding(10, "error", c.conn, c.end_file, c.end_pos,
+                               f"the dump counted {c.close_events} events sent, its ledger records add up to "
+                               f"{sums.get(c.conn, 0)}"))
+    return out
+
+
+def action_totals(data: AuditData) -> dict[int, dict[str, dict[str, int]]]:
+    """Per connection: events and bytes per action (bytes: stored bytes covered; for fake, bytes generated)."""
+    F = _F()
+    rows = (data.ledger.filter(F.col("r") == "ev").groupBy("conn", "action")
+            .agg(F.sum("count").alias("n"), F.sum("length").alias("len"), F.sum("sent_length").alias("sent"))
+            .collect())
+    out: dict[int, dict[str, dict[str, int]]] = {}
+    for r in rows:
+        d = out.setdefault(r.conn, {"actions": {}, "bytes": {}, "sent_bytes": {}})
+        d["actions"][r.action] = int(r.n or 0)
+        d["bytes"][r.action] = int((r.sent if r.action == "fake" else r.len) or 0)
+        d["sent_bytes"][r.action] = int(r.sent or 0)
+    return out
+
+
+def timeline(data: AuditData, buckets: int = 120) -> dict[int, list[dict[str, int]]]:
+    """Per connection, the audited binlog span cut into `buckets` slices: filtered events per action in each."""
+    F = _F()
+    base: dict[str, int] = {}
+    acc = 0
+    for f in data.files:
+        base[f] = acc
+        acc += data.file_stats.get(f, {}).get("end", 4)
+    total = max(acc, 1)
+    offs = F.broadcast(data.spark.createDataFrame(list(base.items()), "file STRING, base BIGINT"))
+    rows = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
+            .join(offs, "file")
+            .withColumn("b0", F.least(F.lit(buckets - 1),
+                                      ((F.col("base") + F.col("start")) * buckets / total).cast("int")))
+            .withColumn("b1", F.greatest(F.col("b0"), F.least(F.lit(buckets - 1), (
+                (F.col("base") + F.col("end") - 1) * buckets / total).cast("int"))))
+            # a run of sends spanning several slices shows in each of them (its events shared out)
+            .withColumn("b", F.explode(F.sequence("b0", "b1")))
+            .withColumn("share", F.col("count") / (F.col("b1") - F.col("b0") + 1))
+            .groupBy("conn", "b", "action").agg(F.sum("share").alias("n")).collect())
+    out: dict[int, list[dict[str, int]]] = {}
+    for r in rows:
+        sl = out.setdefault(r.conn, [{} for _ in range(buckets)])
+        sl[r.b][r.action] = sl[r.b].get(r.action, 0) + max(1, round(r.n))
+    return out

@@ -1,0 +1,435 @@
+"""The Spark audit (`binlogd-audit`) over real ledgers written by binlogd for real connections.
+
+Scenario: binlogd serves a binlog directory with `--ledger`; four raw COM_BINLOG_DUMP clients (capability unset,
+1, 2, 4) and a real MariaDB 10.11 replica (FILTER_ON_MASTER: capability 4 + skip_replication, relay logs kept)
+connect. The test classifies what each client actually received (raw bytes; the replica: its relay log) against
+the binlog files with its own minimal parser, and the report's per-connection counts must equal that; exit 0.
+Then the ledger and the relay log are tampered with, and the audit must name the right check, connection and
+position, exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.dumpclient import raw_dump
+from tests.harness import Binlogd, MariaDB
+from tests.oracle_data import oracle_dir
+
+pytestmark = pytest.mark.mariadb
+
+_HDR = struct.Struct("<IBIIIH")
+ROTATE, QUERY, FDE, GTID = 4, 2, 15, 162
+ARTIFICIAL, RELAY_OWN = 0x20, 0x40
+RAW_DUMPS = ((11, None), (12, 1), (13, 2), (14, 4))  # (server_id, capability); None = not set
+REPLICA_SID = 7
+
+
+# ---- the test's own view of binlog files and streams (independent of spark_analytics) -------------------------
+
+
+def file_events(path: Path) -> list[tuple[int, int, int, int]]:
+    """(start, length, type, flags) of every whole event of a binlog/relay file."""
+    data = path.read_bytes()
+    out, p = [], 4
+    while len(data) - p >= 19:
+        _, typ, _, length, _, flags = _HDR.unpack_from(data, p)
+        if p + length > len(data):
+            break
+        out.append((p, length, typ, flags))
+        p += length
+    return out
+
+
+@dataclass
+class Counts:
+    actions: Counter = field(default_factory=Counter)
+    bytes: Counter = field(default_factory=Counter)
+
+
+def classify(received: list[bytes], binlog_dir: Path, files: list[str], checksum: bool = True) -> Counts:
+    """What a client got, event by event, against the files: sent / begin / dummy / fake, the rest holes."""
+    by_end = {f: {s + n: (s, n, t) for s, n, t, _ in file_events(binlog_dir / f)} for f in files}
+    got: set[tuple[str, int]] = set()
+    c = Counts()
+    cur = None
+    for ev in received:
+        typ, (log_pos,), (flags,) = ev[4], struct.unpack_from("<I", ev, 13), struct.unpack_from("<H", ev, 17)
+        if flags & ARTIFICIAL:
+            c.actions["fake"] += 1
+            c.bytes["fake"] += len(ev)
+            if typ == ROTATE:
+                cur = ev[27 : len(ev) - (4 if checksum else 0)].decode()
+            continue
+        if typ == FDE and log_pos == 0:
+            start, length, otype = 4, len(ev), FDE
+        else:
+            start, length, otype = by_end[cur][log_pos]
+        assert length == len(ev), f"{cur}:{start}: received {len(ev)} bytes for an event of {length}"
+        if typ == otype:
+            kind = "sent"
+        elif otype == GTID and typ == QUERY and b"BEGIN" in ev[-12:]:
+            kind = "begin"
+        else:
+            kind = "dummy"
+        c.actions[kind] += 1
+        c.bytes[kind] += length
+        got.add((cur, start))
+    for f in files:
+        for s, n, _, _ in file_events(binlog_dir / f):
+            if (f, s) not in got:
+                c.actions["hole"] += 1
+                c.bytes["hole"] += n
+    return c
+
+
+def relay_received(relay_dir: Path) -> list[bytes]:
+    """The upstream's events as the replica stored them (its own FDE/ROTATE, flag 0x40, left out)."""
+    out = []
+    for name in (relay_dir / "relay-bin.index").read_text().split():
+        path = relay_dir / Path(name).name
+        data = path.read_bytes()
+        for s, n, _, flags in file_events(path):
+            if not flags & RELAY_OWN:
+                out.append(data[s : s + n])
+    return out
+
+
+def dump_cmd(server_id: int, file: str, pos: int = 4, flags: int = 1) -> bytes:
+    return struct.pack("<BIHI", 0x12, pos, flags, server_id) + file.encode()
+
+
+@dataclass
+class Scenario:
+    binlog_dir: Path
+    ledger_dir: Path
+    relay_dir: Path | None
+    files: list[str]
+    expected: dict[int, Counts]  # by replica server_id
+
+
+def run_scenario(base: Path, binlog_dir: Path, template: Path, with_replica: bool) -> Scenario:
+    files = [ln.strip().split("/")[-1] for ln in (binlog_dir / "mysql-bin.index").read_text().splitlines() if ln]
+    ledger = base / "ledger"
+    server = Binlogd.start(["--binlog-dir", str(binlog_dir), "--server-id", "100", "--ledger", str(ledger)], None,
+                           log_path=base / "binlogd.log")
+    replica = None
+    expected: dict[int, Counts] = {}
+    relay_dir = None
+    try:
+        if with_replica:  # started first, connected after the raw dumps (their ledger records do not interleave)
+            replica = MariaDB.start(base, "replica", REPLICA_SID, "--relay-log-purge=0", template_dir=template)
+            replica.set_skip_mode("FILTER_ON_MASTER")  # the replica runs SET skip_replication=1 on binlogd
+        for sid, cap in RAW_DUMPS:
+            stmts = ["SET @master_binlog_checksum=@@global.binlog_checksum"]
+            if cap is not None:
+                stmts.append(f"SET @mariadb_slave_capability={cap}")
+            cap_ = raw_dump(server.host, server.port, stmts, dump_cmd(sid, files[0]))
+            assert cap_.end == "EOF", cap_.error
+            expected[sid] = classify(cap_.events, binlog_dir, files)
+        if replica is not None:
+            replica.change_master(server.host, server.port, use_gtid="slave_pos")
+            replica.start_slave()
+            last = files[-1]
+            end = file_events(binlog_dir / last)[-1]
+            replica.wait_slave_pos(last, end[0] + end[1], timeout=60)
+            replica.stop_slave()  # ends the dump: binlogd writes its close record
+            relay_dir = base / "relay"
+            relay_dir.mkdir()
+            for p in replica.datadir.glob("relay-bin.*"):
+                shutil.copy(p, relay_dir / p.name)
+            expected[REPLICA_SID] = classify(relay_received(relay_dir), binlog_dir, files)
+        # every dump has its close record before the files are audited
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            text = "".join(p.read_text() for p in sorted(ledger.glob("ledger.*.jsonl")))
+            if text.count('"r":"close"') >= len(expected):
+                break
+            time.sleep(0.05)
+    finally:
+        if replica is not None:
+            replica.stop()
+        server.stop()
+    return Scenario(binlog_dir, ledger, relay_dir, files, expected)
+
+
+# ---- fixtures ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from spark_analytics.session import build_session
+
+    s = build_session("local[2]")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def oracle_scenario(tmp_path_factory: pytest.TempPathFactory, mariadb_base: Path,
+                    mariadb_binaries: dict[str, str]) -> Scenario:
+    base = Path(tmp_path_factory.mktemp("audit-oracle"))
+    binlogs = base / "binlogs"
+    binlogs.mkdir()
+    files = ["mysql-bin.000001", "mysql-bin.000002"]  # 000003 rotates to a file that does not exist
+    for f in files:
+        shutil.copy(oracle_dir() / f, binlogs / f)
+    (binlogs / "mysql-bin.index").write_text("".join(f"./{f}\n" for f in files))
+    return run_scenario(base, binlogs, mariadb_base / "_template", with_replica=True)
+
+
+GENERATED_SQL = """
+CREATE DATABASE g;
+CREATE TABLE g.t (id INT PRIMARY KEY, v VARCHAR(60), n INT) ENGINE=InnoDB;
+"""
+
+
+@pytest.fixture(scope="module")
+def generated_scenario(tmp_path_factory: pytest.TempPathFactory, mariadb_base: Path,
+                       mariadb_binaries: dict[str, str]) -> Scenario:
+    """A larger binlog written by a real 10.11 primary: 600 transactions (ROW + annotate, some STATEMENT, every
+    fifth under skip_replication), a DDL every 100, two rotations."""
+    base = Path(tmp_path_factory.mktemp("audit-gen"))
+    gen = MariaDB.start(base, "gen", 1, "--log-bin=mysql-bin", "--binlog-format=ROW",
+                        "--binlog-annotate-row-events=ON", template_dir=mariadb_base / "_template")
+    try:
+        gen.execute(GENERATED_SQL)
+        conn = gen.connect(autocommit=True)
+        with conn.cursor() as cur:
+            for i in range(600):
+                cur.execute(f"SET skip_replication={1 if i % 5 == 4 else 0}")
+                cur.execute(f"SET SESSION binlog_format={'STATEMENT' if i % 7 == 3 else 'ROW'}")
+                if i % 3 == 0:
+                    cur.execute("BEGIN")
+                    cur.execute(f"INSERT INTO g.t VALUES ({i}, 'row {i}', {i})")
+                    cur.execute(f"UPDATE g.t SET n = n + 1 WHERE id = {i}")
+                    cur.execute("COMMIT")
+                else:
+                    cur.execute(f"INSERT INTO g.t VALUES ({i}, 'autocommit {i}', {i})")
+                if i % 100 == 50:
+                    cur.execute(f"ALTER TABLE g.t COMMENT 'ddl {i}'")
+                if i in (200, 400):
+                    cur.execute("FLUSH BINARY LOGS")
+        conn.close()
+        files = [f for f, _ in gen.binary_logs()]
+        size = -1
+        for _ in range(100):  # the checkpoint of a rotated-away file is written asynchronously
+            now = sum(s for _, s in gen.binary_logs())
+            if now == size:
+                break
+            size = now
+            time.sleep(0.1)
+        binlogs = base / "binlogs"
+        binlogs.mkdir()
+        for f in files:
+            shutil.copy(gen.datadir / f, binlogs / f)
+    finally:
+        gen.stop()
+    (binlogs / "mysql-bin.index").write_text("".join(f"./{f}\n" for f in files))
+    return run_scenario(base, binlogs, mariadb_base / "_template", with_replica=False)
+
+
+def audit(spark, sc: Scenario, out: Path, ledger: Path | None = None, relay: Path | None = None) -> tuple[int, dict]:
+    """Run the CLI in this process (same Spark session); exit status and summary.json."""
+    from spark_analytics.cli import main
+
+    args = ["--binlog-dir", str(sc.binlog_dir), "--ledger", str(ledger or sc.ledger_dir), "--out", str(out), "--quiet"]
+    relay = relay or sc.relay_dir
+    if relay is not None:
+        args += ["--relay-logs", f"{REPLICA_SID}={relay}"]
+    rc = main(args)
+    return rc, json.loads((out / "summary.json").read_text())
+
+
+def assert_counts_equal(summary: dict, sc: Scenario) -> None:
+    by_sid = {c["server_id"]: c for c in summary["connections"]}
+    assert set(by_sid) == set(sc.expected), summary["connections"]
+    for sid, exp in sc.expected.items():
+        got = by_sid[sid]
+        for a in ("sent", "hole", "dummy", "begin"):
+            assert got["actions"][a] == exp.actions[a], (sid, a, got["actions"], dict(exp.actions))
+            assert got["bytes"][a] == exp.bytes[a], (sid, a, got["bytes"], dict(exp.bytes))
+        if sid != REPLICA_SID:  # a relay log does not keep every fake event; raw clients saw them all
+            assert got["actions"]["fake"] == exp.actions["fake"]
+            assert got["bytes"]["fake"] == exp.bytes["fake"]
+
+
+# ---- tests -------------------------------------------------------------------------------------------------------
+
+
+def test_oracle_scenario_consistent_counts_match(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:
+    sc = oracle_scenario
+    # the scenario exercises every action: holes (cap 2, the skip replica), dummies (cap < 2), BEGINs (cap < 4)
+    assert sc.expected[11].actions["dummy"] and sc.expected[11].actions["begin"]
+    assert sc.expected[13].actions["hole"] and sc.expected[REPLICA_SID].actions["hole"]
+    rc, summary = audit(spark, sc, tmp_path / "out")
+    assert rc == 0, summary["findings"]
+    assert summary["consistent"] is True and summary["findings_total"] == 0
+    assert_counts_equal(summary, sc)
+    by_sid = {c["server_id"]: c for c in summary["connections"]}
+    rep = by_sid[REPLICA_SID]
+    assert rep["skip_replication"] is True and rep["capability"] == 4
+    assert [c["capability"] for sid, c in sorted(by_sid.items()) if sid != REPLICA_SID] == [0, 1, 2, 4]
+    assert by_sid[11]["capability_set"] is False
+    # divergence: the skip replica was not given the flagged transactions (oracle: 0-1-4, 0-1-8, 0-1-9, 0-1-10)
+    assert rep["withheld"]["gtids"] == ["0-1-10", "0-1-4", "0-1-8", "0-1-9"]
+    assert all(c["behind"]["events"] == 0 for c in summary["connections"])
+    relay = summary["relay"][str(REPLICA_SID)]
+    assert relay["relay_events"] == relay["ledger_sent_events"] == relay["matched"] > 0
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<svg" in html and "CONSISTENT" in html and "http" not in html.replace("http-equiv", "")
+    assert (tmp_path / "out" / "findings.parquet").is_dir()
+
+
+def test_generated_scenario_consistent_counts_match(spark, generated_scenario: Scenario, tmp_path: Path) -> None:
+    sc = generated_scenario
+    assert len(sc.files) == 3
+    assert sum(sc.expected[14].actions.values()) > 3000
+    rc, summary = audit(spark, sc, tmp_path / "out")
+    assert rc == 0, summary["findings"]
+    assert_counts_equal(summary, sc)
+    by_sid = {c["server_id"]: c for c in summary["connections"]}
+    assert by_sid[14]["withheld"]["transactions"] == 0  # capability 4 without skip: every transaction
+
+
+def _load(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _save(path: Path, recs: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs))
+
+
+def test_tampered_ledger_is_caught(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:
+    """Four tamperings, each on its own connection; the fifth connection stays clean."""
+    sc = oracle_scenario
+    ledger = tmp_path / "ledger"
+    shutil.copytree(sc.ledger_dir, ledger)
+    (lf,) = sorted(ledger.glob("ledger.*.jsonl"))
+    recs = _load(lf)
+    conn_of = {r["server_id"]: r["conn"] for r in recs if r["r"] == "conn"}
+
+    def ev(sid: int, **match: object) -> dict:
+        return next(r for r in recs if r["r"] == "ev" and r["conn"] == conn_of[sid]
+                    and all(r.get(k) == v for k, v in match.items()))
+
+    removed = ev(11, action="sent", file="mysql-bin.000001", count=3)  # a ledger record removed
+    recs.remove(removed)
+    dup = ev(13, action="sent", file="mysql-bin.000002", count=3)  # a ledger record duplicated
+    recs.insert(recs.index(dup) + 1, dict(dup))
+    flagged = ev(REPLICA_SID, action="hole", why="skip_replication")  # a flagged event recorded as sent
+    flagged.update(action="sent", why=None, sent_length=flagged["length"])
+    dummy = ev(12, action="dummy")  # a dummy with the wrong length
+    dummy.update(length=dummy["length"] + 4, sent_length=dummy["sent_length"] + 4, end=dummy["end"] + 4)
+    _save(lf, recs)
+
+    rc, summary = audit(spark, sc, tmp_path / "out", ledger=ledger)
+    assert rc == 1 and summary["consistent"] is False
+    found: dict[int, set[int]] = {}
+    for f in summary["findings"]:
+        if f["severity"] == "error":
+            found.setdefault(f["connection_id"], set()).add(f["check"])
+
+    def at(check: int, sid: int, file: str, pos: int) -> list[dict]:
+        return [f for f in summary["findings"] if f["check"] == check and f["connection_id"] == conn_of[sid]
+                and (f["file"], f["pos"]) == (file, pos)]
+
+    # removed: a coverage gap exactly where the record was, and the seq gap
+    hit = at(1, 11, removed["file"], removed["end"])
+    assert hit and f"gap: events [{removed['start']}, {removed['end']})" in hit[0]["message"]
+    assert any(f["check"] == 10 and f"seq {removed['seq']}..{removed['seq']}" in f["message"]
+               for f in summary["findings"])
+    # duplicated: overlap and a duplicate seq
+    assert at(1, 13, dup["file"], dup["start"])
+    assert any(f["check"] == 10 and "appears 2 times" in f["message"] for f in summary["findings"])
+    # flagged event sent as-is to the skip_replication connection
+    hit = at(4, REPLICA_SID, flagged["file"], flagged["start"])
+    assert hit and "0x8000" in hit[0]["message"] and "skip_replication" in hit[0]["message"]
+    # dummy length
+    hit = at(3, 12, dummy["file"], dummy["start"])
+    assert hit and f"replaces an event of length {dummy['length'] - 4}" in hit[0]["message"]
+    assert conn_of[14] not in found  # the untouched connection stays clean
+    assert {1, 10} <= found[conn_of[11]] and {1, 10} <= found[conn_of[13]]
+    assert 4 in found[conn_of[REPLICA_SID]] and 3 in found[conn_of[12]]
+
+
+def test_truncated_relay_log_is_caught(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:
+    sc = oracle_scenario
+    assert sc.relay_dir is not None
+    relay = tmp_path / "relay"
+    shutil.copytree(sc.relay_dir, relay)
+    # cut the last relay file right after a TABLE_MAP: inside the last transaction
+    last = relay / (relay / "relay-bin.index").read_text().split()[-1].split("/")[-1]
+    evs = file_events(last)
+    cut = max(s + n for s, n, t, _ in evs if t == 19)
+    with last.open("r+b") as fh:
+        fh.truncate(cut)
+    # and a torn last ledger record (binlogd killed while writing): tolerated, reported as a warning
+    ledger = tmp_path / "ledger"
+    shutil.copytree(sc.ledger_dir, ledger)
+    (lf,) = sorted(ledger.glob("ledger.*.jsonl"))
+    with lf.open("a") as fh:
+        fh.write('{"r":"ev","seq":99999,"conn":1,"ts_us":1,"file":"mysql-bi')
+    rc, summary = audit(spark, sc, tmp_path / "out", relay=relay, ledger=ledger)
+    assert rc == 1
+    torn = [f for f in summary["findings"] if f["check"] == 10]
+    assert len(torn) == 1 and torn[0]["severity"] == "warning" and "torn last record" in torn[0]["message"], torn
+    assert summary["ledger"]["torn"][0]["file"] == lf.name
+    msgs = [f for f in summary["findings"] if f["check"] == 8]
+    assert any("ends inside transaction 0-1-13" in f["message"] for f in msgs), msgs
+    assert any("missing from its relay log" in f["message"] and f["file"] == "mysql-bin.000002" for f in msgs), msgs
+    assert {f["check"] for f in summary["findings"] if f["severity"] == "error"} == {8}
+
+
+def test_cli_could_not_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from spark_analytics.cli import main
+
+    assert main(["--binlog-dir", str(tmp_path / "nope"), "--ledger", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "--binlog-dir" in capsys.readouterr().err
+    (tmp_path / "b").mkdir()
+    assert main(["--binlog-dir", str(tmp_path / "b"), "--ledger", str(tmp_path), "--out", str(tmp_path / "o"),
+                 "--relay-logs", "7=/does/not/exist"]) == 2
+    with pytest.raises(SystemExit) as e:
+        main(["--binlog-dir", str(tmp_path / "b"), "--ledger", str(tmp_path), "--out", "o", "--relay-logs", "bad"])
+    assert e.value.code == 2
+
+
+def test_cli_empty_ledger_dir(spark, oracle_scenario: Scenario, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    from spark_analytics.cli import main
+
+    rc = main(["--binlog-dir", str(oracle_scenario.binlog_dir), "--ledger", str(tmp_path), "--out",
+               str(tmp_path / "o"), "--quiet"])
+    assert rc == 2
+    assert "no ledger files" in capsys.readouterr().err
+
+
+def test_binlog_data_source_rows(spark, oracle_scenario: Scenario) -> None:
+    """`spark.read.format("binlog")`: one row per event, fields as the test's own parser and the oracle know them."""
+    sc = oracle_scenario
+    df = spark.read.format("binlog").load(str(sc.binlog_dir))
+    rows = df.orderBy("file_index", "start").collect()
+    mine = [(f, s, s + n, t, fl) for f in sc.files for s, n, t, fl in file_events(sc.binlog_dir / f)]
+    assert [(r.file, r.start, r.end, r.type, r.flags) for r in rows] == mine
+    assert df.rdd.getNumPartitions() == len(sc.files)  # one partition per file
+    by_pos = {(r.file, r.start): r for r in rows}
+    g = by_pos[("mysql-bin.000001", 873)]  # the first flagged transaction's GTID
+    assert (g.type_name, g.gtid_domain, g.gtid_server, g.gtid_seq, g.gtid_standalone) == ("Gtid", 0, 1, 4, False)
+    q = by_pos[("mysql-bin.000001", 370)]
+    assert (q.db, q.statement, q.trx, q.group_end) == ("d", "CREATE DATABASE d", "0-1-1", True)
+    assert by_pos[("mysql-bin.000001", 915)].statement == "INSERT INTO d.t VALUES (2,'skip autocommit')"
+    assert all(r.crc_ok for r in rows) and not any(r.relay_own for r in rows)
+    # the replica's relay log: upstream positions recovered across relay files
+    assert sc.relay_dir is not None
+    relay = spark.read.format("binlog").load(str(sc.relay_dir / "relay-bin.index")).filter("NOT relay_own").collect()
+    upstream = {(r.source_file, r.source_start, r.source_end) for r in relay if not r.flags & ARTIFICIAL}
+    assert ("mysql-bin.000002", 342, 384) in upstream  # GTID 0-1-13 in the second file
+    assert all((f, s) in by_pos and by_pos[(f, s)].end == e for f, s, e in upstream)
