@@ -16,11 +16,11 @@ from mysql_mimic.server import MysqlServer
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
 
 from protocol.constants import ER_UNKNOWN_ERROR
+from protocol.decision import Compat
 from protocol.packets import err_packet
 
 from .auth import BinlogdIdentityProvider
 from .connection import ReplicationConnection, ReplicationSession
-from .decision import Compat
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay

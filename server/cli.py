@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from .decision import Compat
+from protocol.decision import Compat
 
 EPILOG = """\
 examples:

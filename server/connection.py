@@ -35,11 +35,11 @@ from protocol.constants import (
     ER_UNKNOWN_COM_ERROR,
     ER_UNKNOWN_ERROR,
 )
+from protocol.decision import clamp_capability
 from protocol.handshake import ER_HANDSHAKE_ERROR, HandshakeError, check_change_user, parse_handshake_response
 from protocol.packets import err_packet, ok_packet
 
 from .auth import PEER_HOST, access_denied
-from .decision import clamp_capability
 from .dump import DumpParams, DumpStream
 from .primary import Primary
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute

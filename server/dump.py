@@ -32,6 +32,7 @@ from protocol.constants import (
     MAX_PACKET_PAYLOAD,
     START_ENCRYPTION_EVENT,
 )
+from protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy
 from protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
 from protocol.packets import eof_packet, err_packet, frame
 from protocol.rewrite import (
@@ -44,7 +45,6 @@ from protocol.rewrite import (
     heartbeat,
 )
 
-from .decision import Action, Compat, DecisionTable, ReplicaPolicy
 from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
 from .ledger import NULL, EvRecord, Ledger, jstr
 from .store import BinlogStore, FramedChunk, StoreError

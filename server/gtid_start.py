@@ -2,7 +2,7 @@
 
 Follows MariaDB's `check_slave_start_position`, `gtid_find_binlog_file` and the GTID branch of
 `send_event_to_slave` (dump-protocol.md 6.2 item 2-3, 9.3-9.5). The per-event send rules stay in
-`server.decision`; this module only says which leading groups the replica already has.
+`protocol.decision`; this module only says which leading groups the replica already has.
 """
 
 from __future__ import annotations

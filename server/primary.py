@@ -20,12 +20,12 @@ from protocol.constants import (
     ER_ERROR_WHEN_EXECUTING_COMMAND,
     ER_SLAVE_SAME_ID,
 )
+from protocol.decision import Compat
 from protocol.describe import describe
 from protocol.events import EventDecodeError
 from protocol.gtid import format_gtid_list
 
 from .auth import is_loopback
-from .decision import Compat
 from .dump import DumpStream
 from .ledger import Ledger
 from .sql_surface import SqlError

@@ -1,7 +1,7 @@
 """The ten checks of the audit, as Spark DataFrame operations over the binlog events and the ledger records.
 
 Sizes: the binlog events (`E`, one row per event) and the ledger records are big; connections, files and the
-per-policy rule table are small (broadcast). Expected non-send actions come from `server/decision.py`'s
+per-policy rule table are small (broadcast). Expected non-send actions come from `protocol/decision.py`'s
 `decide()`, the one place of the per-event rule, evaluated once per distinct connection policy.
 
 Every check returns findings as rows of FINDING_DDL; `severity` is `error` (the audit fails: exit 1), `warning`
@@ -29,7 +29,7 @@ from protocol.constants import (
     START_ENCRYPTION_EVENT,
     USER_VAR_EVENT,
 )
-from server.decision import Action, Compat, ReplicaPolicy, clamp_capability, decide
+from protocol.decision import Action, Compat, ReplicaPolicy, clamp_capability, decide
 
 FINDING_DDL = "`check` INT, severity STRING, connection_id BIGINT, file STRING, pos BIGINT, message STRING"
 CHECK_NAMES = {

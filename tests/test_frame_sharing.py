@@ -6,7 +6,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from server.decision import Compat
+from protocol.decision import Compat
 from server.dump import DumpParams, DumpStream
 from server.store import BinlogStore
 from tests.oracle_data import oracle_dir

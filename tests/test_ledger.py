@@ -178,7 +178,7 @@ def test_why_comes_from_the_decision_rules() -> None:
     `decide()`, and only non-SEND actions have a reason."""
     import itertools
 
-    from server.decision import Action, Compat, DecisionTable, ReplicaPolicy, decide, explain
+    from protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, decide, explain
 
     for cap, skip, annotate, compat in itertools.product(range(5), (False, True), (False, True), Compat):
         policy = ReplicaPolicy(cap, skip, annotate, compat)

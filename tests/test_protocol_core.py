@@ -22,6 +22,7 @@ from protocol.commands import (
     parse_register_slave,
 )
 from protocol.constants import MAX_PACKET_PAYLOAD
+from protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, clamp_capability, decide
 from protocol.gtid import BinlogState, Gtid, GtidError, parse_gtid_list
 from protocol.packets import PacketError, PacketReader, eof_packet, err_packet, frame, ok_packet, parse_err
 from protocol.rewrite import (
@@ -33,7 +34,6 @@ from protocol.rewrite import (
     fix_fde,
     heartbeat,
 )
-from server.decision import Action, Compat, DecisionTable, ReplicaPolicy, clamp_capability, decide
 from tests.oracle_data import ORACLE
 
 

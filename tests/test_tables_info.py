@@ -23,6 +23,7 @@ from protocol.constants import (
     QUERY_EVENT,
     USER_VAR_EVENT,
 )
+from protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, decide
 from protocol.describe import describe
 from protocol.events import (
     MARIADB_10_11_POST_HEADER_LENGTHS,
@@ -50,7 +51,6 @@ from protocol.tables_info import (
     tables_info_hook,
     tables_of_statement,
 )
-from server.decision import Action, Compat, DecisionTable, ReplicaPolicy, decide
 
 # --- tables_of_statement: the seed's examples and the DML forms -------------------------------------------
 

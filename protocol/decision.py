@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from protocol.constants import (
+from .constants import (
     ANNOTATE_ROWS_EVENT,
     BINLOG_CHECKPOINT_EVENT,
     CAP_ANNOTATE,
@@ -47,7 +47,7 @@ from protocol.constants import (
     GTID_EVENT,
     GTID_LIST_EVENT,
 )
-from protocol.tables_info import TABLES_INFO_EVENT
+from .tables_info import TABLES_INFO_EVENT
 
 
 class Action(IntEnum):
