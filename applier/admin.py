@@ -22,8 +22,8 @@ Names used from part A (`applier.runner.Applier`): `channels` (name -> Channel w
 `filters` (FilterRegistry), `skip_mode` (str), `skip_counter` (int), async `start_channel(name)`,
 `stop_channel(name)`, `reset_channel(name, all)`.
 
-The connection glue (strict handshake, bounded packet reads) is the primary's: `server.connection` and
-`server.app.SafeStream`, subclassed and reused rather than copied.
+The connection glue (strict handshake, bounded packet reads) is shared with the primary through
+`protocol.sqlserver` (`StrictConnection`, `SafeStream`): reused, not copied, and no import of `server/`.
 """
 
 from __future__ import annotations
@@ -47,8 +47,7 @@ from mysql_mimic.variables import GlobalVariables, SessionVariables
 
 from protocol.constants import ER_MALFORMED_PACKET, ER_UNKNOWN_ERROR
 from protocol.packets import err_packet
-from server.app import SafeStream
-from server.connection import ReplicationConnection
+from protocol.sqlserver import SafeStream, StrictConnection
 
 from .filters import FilterError, FilterRegistry, FilterType, UnknownChannel
 from .status import (
@@ -479,14 +478,7 @@ class AdminSession(BaseSession):
         return None
 
 
-class _Connections:
-    """What the primary's connection class calls back on close."""
-
-    def connection_closed(self, connection_id: int) -> None:
-        log.debug("admin connection %d closed", connection_id)
-
-
-class AdminConnection(ReplicationConnection):
+class AdminConnection(StrictConnection):
     """The primary's strict handshake and error handling; only the ordinary query commands."""
 
     async def command_phase(self) -> None:
@@ -545,7 +537,6 @@ class AdminServer(MysqlServer):
             identity_provider=self.identity_provider,
             server_capabilities=self.capabilities,
         )
-        conn.primary = _Connections()  # type: ignore[assignment]
         conn.connection_id = self._next_id
         try:
             await conn.start()

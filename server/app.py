@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mysql_mimic.errors import MysqlError
 from mysql_mimic.server import MysqlServer
-from mysql_mimic.stream import ConnectionClosed, MysqlStream
 
 from protocol.constants import ER_UNKNOWN_ERROR
 from protocol.decision import Compat
 from protocol.packets import err_packet
+from protocol.sqlserver import SafeStream
 
 from .auth import BinlogdIdentityProvider
 from .connection import ReplicationConnection, ReplicationSession
@@ -50,43 +49,6 @@ class ServeConfig:
     standalone: bool = False  # standalone mode: binlog_dir is the datadir binlogd writes client statements into
     max_binlog_size: int = 1 << 30  # standalone: rotate once a file reaches this size
     tables_info: bool = False  # standalone: --binlog-with-tables-info (docs/tables-info.md)
-
-
-class SafeStream:
-    """mimic's stream (a compiled class, so wrapped rather than subclassed) with a safer `read`: the 4-byte
-    header is read with readexactly (mimic's read(4) may return part of a header split across TCP segments)
-    and a packet's size is bounded like MariaDB's max_allowed_packet (16 MiB by default), so a client cannot
-    make the server buffer gigabytes."""
-
-    max_payload = 16 << 20
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._inner = MysqlStream(reader, writer)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def read(self) -> bytes:
-        reader, seqs = self._inner.reader, self._inner.seq
-        data = bytearray()
-        while True:
-            try:
-                header = await reader.readexactly(4)
-            except asyncio.IncompleteReadError as e:
-                raise ConnectionClosed() from e
-            word = int.from_bytes(header, "little")
-            length, seq = word & 0xFFFFFF, word >> 24
-            expected = next(seqs)
-            if seq != expected:
-                raise MysqlError("Got packets out of order", 1156)  # type: ignore[arg-type]
-            if len(data) + length > self.max_payload:
-                raise MysqlError("Got a packet bigger than 'max_allowed_packet' bytes", 1153)  # type: ignore[arg-type]
-            try:
-                data += await reader.readexactly(length)
-            except asyncio.IncompleteReadError as e:
-                raise ConnectionClosed() from e
-            if length < 0xFFFFFF:
-                return bytes(data)
 
 
 class BinlogdServer(MysqlServer):

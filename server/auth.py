@@ -13,7 +13,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import AsyncGenerator
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,17 +25,13 @@ from mysql_mimic.auth import (
     User,
 )
 
-PEER_HOST: ContextVar[str] = ContextVar("binlogd_peer_host", default="unknown")
+from protocol.sqlserver import PEER_HOST, access_denied
 
 _HASH = re.compile(r"^\*[0-9A-Fa-f]{40}$")
 
 
 class UsersFileError(ValueError):
     pass
-
-
-def access_denied(user: str, host: str, with_password: bool) -> str:
-    return f"Access denied for user '{user}'@'{host}' (using password: {'YES' if with_password else 'NO'})"
 
 
 def is_loopback(host: str) -> bool:

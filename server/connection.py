@@ -14,9 +14,8 @@ import struct
 from collections.abc import AsyncIterator
 from typing import Any
 
-from mysql_mimic import context, packets, types
+from mysql_mimic import types
 from mysql_mimic.connection import Connection
-from mysql_mimic.constants import KillKind
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.results import ResultColumn
 from mysql_mimic.results import ResultSet as ResultSet_
@@ -30,16 +29,14 @@ from protocol.constants import (
     COM_BINLOG_DUMP,
     COM_BINLOG_DUMP_GTID,
     COM_REGISTER_SLAVE,
-    ER_ACCESS_DENIED_ERROR,
     ER_MALFORMED_PACKET,
     ER_UNKNOWN_COM_ERROR,
     ER_UNKNOWN_ERROR,
 )
 from protocol.decision import clamp_capability
-from protocol.handshake import ER_HANDSHAKE_ERROR, HandshakeError, check_change_user, parse_handshake_response
 from protocol.packets import err_packet, ok_packet
+from protocol.sqlserver import StrictConnection
 
-from .auth import PEER_HOST, access_denied
 from .dump import DumpParams, DumpStream
 from .primary import Primary
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
@@ -144,105 +141,11 @@ def _error_after_metadata(columns: list[str], error: SqlError) -> ResultSet_:
     return ResultSet_(rows=rows(), columns=[ResultColumn(name=c, type=ColumnType.VARCHAR) for c in columns])
 
 
-class AuthFailed(Exception):
-    """The handshake ended with an access-denied error already sent."""
-
-
-class ReplicationConnection(Connection):
+class ReplicationConnection(StrictConnection):
     primary: Primary  # set by the server factory
 
-    @property
-    def peer_host(self) -> str:
-        peer = self.stream.writer.get_extra_info("peername")
-        return str(peer[0]) if peer else "unknown"
-
-    async def _start(self) -> None:
-        """mimic's _start, except that a failed handshake is answered once (1043 or 1045) and logged
-        without a traceback."""
-        context.connection_id.set(self.connection_id)
-        try:
-            await self.connection_phase()
-            await self.session.init(self)
-        except AuthFailed as e:
-            log.info("connection %d from %s: %s", self.connection_id, self.peer_host, e)
-            return
-        except (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
-            log.info("connection %d from %s: closed during the handshake", self.connection_id, self.peer_host)
-            return
-        except Exception as e:
-            log.warning("connection %d from %s: bad handshake: %r", self.connection_id, self.peer_host, e)
-            with contextlib.suppress(Exception):
-                await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
-            return
-        try:
-            await self.command_phase()
-        except asyncio.CancelledError:
-            if self._kill != KillKind.CONNECTION:
-                raise
-            log.info("connection %d killed", self.connection_id)
-            with contextlib.suppress(Exception):
-                await self._write_raw(err_packet(1927, "Connection was killed", b"70100"))
-        finally:
-            self.primary.connection_closed(self.connection_id)
-            await self.session.close()
-
-    async def connection_phase(self) -> None:
-        """mimic's connection phase with binlogd's strict parser in front of mimic's (which loops forever on
-        a missing NUL terminator)."""
-        PEER_HOST.set(self.peer_host)
-        plugin = self.identity_provider.get_default_plugin()
-        auth_data, auth_state = await plugin.start()
-        assert isinstance(auth_data, bytes)
-        self.handshake_auth_data = auth_data
-        self.handshake_auth_plugin = plugin.name
-        await self.stream.write(packets.make_handshake_v10(
-            capabilities=self.server_capabilities, server_charset=self.server_charset,
-            server_version=str(self.session.variables.get("version")), connection_id=self.connection_id,
-            auth_data=auth_data, status_flags=self.status_flags, auth_plugin_name=plugin.name))
-        data = await self.stream.read()
-        try:
-            checked = parse_handshake_response(data, int(self.server_capabilities))
-            self.session.handshake_collation = checked.charset  # type: ignore[attr-defined]
-            if checked.ssl_request:  # CLIENT_SSL is not offered: a client that insists is not served
-                raise HandshakeError("SSL requested but not offered")
-            response = packets.parse_handshake_response(capabilities=self.server_capabilities, data=data)
-        except (HandshakeError, ValueError, KeyError, struct.error, UnicodeDecodeError) as e:
-            await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
-            raise AuthFailed(f"bad handshake: {e}") from e
-        assert isinstance(response, packets.HandshakeResponse41)
-        self.capabilities = response.capabilities
-        self.max_packet_size = response.max_packet_size
-        self.session.variables.set("character_set_client", response.client_charset.name)
-        self.session.database = response.database
-        self.client_plugin_name = response.client_plugin
-        self.client_connect_attrs = response.connect_attrs
-        self.session.variables.set("external_user", response.username, force=True)
-        await self.authenticate(
-            auth_state=auth_state, server_plugin=plugin, username=response.username,
-            client_plugin_name=response.client_plugin, auth_response=response.auth_response,
-            connect_attrs=response.connect_attrs)
-        self.stream.reset_seq()
-        if self.session.username is None:
-            raise AuthFailed("access denied")
-
-    async def handle_change_user(self, data: bytes) -> None:
-        try:
-            check_change_user(data, int(self.capabilities))
-        except HandshakeError as e:
-            raise MysqlError(f"Malformed communication packet ({e})", ER_MALFORMED_PACKET) from e  # type: ignore[arg-type]
-        await super().handle_change_user(data)
-        if self.session.username is None:  # mimic answered access denied: do not keep a half-authenticated session
-            raise ConnectionClosed()
-
-    async def authenticate(self, username: str, auth_response: bytes, client_plugin_name: str | None,
-                           connect_attrs: dict[str, str], auth_state: Any = None, server_plugin: Any = None) -> None:
-        """Unknown users get MariaDB's 1045 text (mimic would answer 'User x does not exist')."""
-        if await self.identity_provider.get_user(username) is None:
-            await self._write_raw(err_packet(ER_ACCESS_DENIED_ERROR,
-                                             access_denied(username, self.peer_host, bool(auth_response))))
-            return
-        await super().authenticate(username, auth_response, client_plugin_name, connect_attrs, auth_state,
-                                   server_plugin)
+    def on_close(self) -> None:
+        self.primary.connection_closed(self.connection_id)
 
     async def command_phase(self) -> None:
         """mimic's loop plus COM_REGISTER_SLAVE / COM_BINLOG_DUMP; never lets an exception kill the server."""
@@ -296,9 +199,6 @@ class ReplicationConnection(Connection):
                 await self.stream.write(self.error(msg=f"Internal error: {e}", code=ER_UNKNOWN_ERROR))
             finally:
                 self.stream.reset_seq()
-
-    async def _write_raw(self, payload: bytes) -> None:
-        await self.stream.write(payload)
 
     async def handle_register_slave(self, data: bytes) -> None:
         try:

@@ -1,0 +1,181 @@
+"""The mysql-mimic server glue shared by binlogd's primary (server/) and the applier's admin port (applier/).
+
+mysql-mimic does the MySQL server protocol, but its stream misreads a header split across TCP segments and
+buffers unbounded packets, and its handshake parser spins forever on a string missing its NUL. `SafeStream`
+and `StrictConnection` put binlogd's strict, bounded parsing in front of it and answer a failed login with one
+MariaDB-style ERR. Like `protocol/connection.py` (the client side) this module does I/O; the rest of
+`protocol/` is sans-IO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from contextvars import ContextVar
+from typing import Any
+
+from mysql_mimic import context, packets
+from mysql_mimic.connection import Connection
+from mysql_mimic.constants import KillKind
+from mysql_mimic.errors import MysqlError
+from mysql_mimic.stream import ConnectionClosed, MysqlStream
+
+from .constants import ER_ACCESS_DENIED_ERROR, ER_MALFORMED_PACKET
+from .handshake import ER_HANDSHAKE_ERROR, HandshakeError, check_change_user, parse_handshake_response
+from .packets import err_packet
+
+log = logging.getLogger("binlogd.conn")
+
+# the client's address during authentication (identity providers use it for host rules and error texts)
+PEER_HOST: ContextVar[str] = ContextVar("binlogd_peer_host", default="unknown")
+
+
+def access_denied(user: str, host: str, with_password: bool) -> str:
+    """MariaDB's 1045 text."""
+    return f"Access denied for user '{user}'@'{host}' (using password: {'YES' if with_password else 'NO'})"
+
+
+class SafeStream:
+    """mimic's stream (a compiled class, so wrapped rather than subclassed) with a safer `read`: the 4-byte
+    header is read with readexactly (mimic's read(4) may return part of a header split across TCP segments)
+    and a packet's size is bounded like MariaDB's max_allowed_packet (16 MiB by default), so a client cannot
+    make the server buffer gigabytes."""
+
+    max_payload = 16 << 20
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._inner = MysqlStream(reader, writer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def read(self) -> bytes:
+        reader, seqs = self._inner.reader, self._inner.seq
+        data = bytearray()
+        while True:
+            try:
+                header = await reader.readexactly(4)
+            except asyncio.IncompleteReadError as e:
+                raise ConnectionClosed() from e
+            word = int.from_bytes(header, "little")
+            length, seq = word & 0xFFFFFF, word >> 24
+            expected = next(seqs)
+            if seq != expected:
+                raise MysqlError("Got packets out of order", 1156)  # type: ignore[arg-type]
+            if len(data) + length > self.max_payload:
+                raise MysqlError("Got a packet bigger than 'max_allowed_packet' bytes", 1153)  # type: ignore[arg-type]
+            try:
+                data += await reader.readexactly(length)
+            except asyncio.IncompleteReadError as e:
+                raise ConnectionClosed() from e
+            if length < 0xFFFFFF:
+                return bytes(data)
+
+
+class AuthFailed(Exception):
+    """The handshake ended with an access-denied error already sent."""
+
+
+class StrictConnection(Connection):
+    """mimic's Connection with a strict handshake, one ERR per failed login, and no traceback for bad input."""
+
+    @property
+    def peer_host(self) -> str:
+        peer = self.stream.writer.get_extra_info("peername")
+        return str(peer[0]) if peer else "unknown"
+
+    async def _start(self) -> None:
+        """mimic's _start, except that a failed handshake is answered once (1043 or 1045) and logged
+        without a traceback."""
+        context.connection_id.set(self.connection_id)
+        try:
+            await self.connection_phase()
+            await self.session.init(self)
+        except AuthFailed as e:
+            log.info("connection %d from %s: %s", self.connection_id, self.peer_host, e)
+            return
+        except (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
+            log.info("connection %d from %s: closed during the handshake", self.connection_id, self.peer_host)
+            return
+        except Exception as e:
+            log.warning("connection %d from %s: bad handshake: %r", self.connection_id, self.peer_host, e)
+            with contextlib.suppress(Exception):
+                await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
+            return
+        try:
+            await self.command_phase()
+        except asyncio.CancelledError:
+            if self._kill != KillKind.CONNECTION:
+                raise
+            log.info("connection %d killed", self.connection_id)
+            with contextlib.suppress(Exception):
+                await self._write_raw(err_packet(1927, "Connection was killed", b"70100"))
+        finally:
+            self.on_close()
+            await self.session.close()
+
+    def on_close(self) -> None:
+        """Called once when the connection ends (subclasses drop their registrations)."""
+
+    async def connection_phase(self) -> None:
+        """mimic's connection phase with binlogd's strict parser in front of mimic's (which loops forever on
+        a missing NUL terminator)."""
+        PEER_HOST.set(self.peer_host)
+        plugin = self.identity_provider.get_default_plugin()
+        auth_data, auth_state = await plugin.start()
+        assert isinstance(auth_data, bytes)
+        self.handshake_auth_data = auth_data
+        self.handshake_auth_plugin = plugin.name
+        await self.stream.write(packets.make_handshake_v10(
+            capabilities=self.server_capabilities, server_charset=self.server_charset,
+            server_version=str(self.session.variables.get("version")), connection_id=self.connection_id,
+            auth_data=auth_data, status_flags=self.status_flags, auth_plugin_name=plugin.name))
+        data = await self.stream.read()
+        try:
+            checked = parse_handshake_response(data, int(self.server_capabilities))
+            self.session.handshake_collation = checked.charset  # type: ignore[attr-defined]
+            if checked.ssl_request:  # CLIENT_SSL is not offered: a client that insists is not served
+                raise HandshakeError("SSL requested but not offered")
+            response = packets.parse_handshake_response(capabilities=self.server_capabilities, data=data)
+        except (HandshakeError, ValueError, KeyError, struct.error, UnicodeDecodeError) as e:
+            await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
+            raise AuthFailed(f"bad handshake: {e}") from e
+        assert isinstance(response, packets.HandshakeResponse41)
+        self.capabilities = response.capabilities
+        self.max_packet_size = response.max_packet_size
+        self.session.variables.set("character_set_client", response.client_charset.name)
+        self.session.database = response.database
+        self.client_plugin_name = response.client_plugin
+        self.client_connect_attrs = response.connect_attrs
+        self.session.variables.set("external_user", response.username, force=True)
+        await self.authenticate(
+            auth_state=auth_state, server_plugin=plugin, username=response.username,
+            client_plugin_name=response.client_plugin, auth_response=response.auth_response,
+            connect_attrs=response.connect_attrs)
+        self.stream.reset_seq()
+        if self.session.username is None:
+            raise AuthFailed("access denied")
+
+    async def handle_change_user(self, data: bytes) -> None:
+        try:
+            check_change_user(data, int(self.capabilities))
+        except HandshakeError as e:
+            raise MysqlError(f"Malformed communication packet ({e})", ER_MALFORMED_PACKET) from e  # type: ignore[arg-type]
+        await super().handle_change_user(data)
+        if self.session.username is None:  # mimic answered access denied: do not keep a half-authenticated session
+            raise ConnectionClosed()
+
+    async def authenticate(self, username: str, auth_response: bytes, client_plugin_name: str | None,
+                           connect_attrs: dict[str, str], auth_state: Any = None, server_plugin: Any = None) -> None:
+        """Unknown users get MariaDB's 1045 text (mimic would answer 'User x does not exist')."""
+        if await self.identity_provider.get_user(username) is None:
+            await self._write_raw(err_packet(ER_ACCESS_DENIED_ERROR,
+                                             access_denied(username, self.peer_host, bool(auth_response))))
+            return
+        await super().authenticate(username, auth_response, client_plugin_name, connect_attrs, auth_state,
+                                   server_plugin)
+
+    async def _write_raw(self, payload: bytes) -> None:
+        await self.stream.write(payload)
