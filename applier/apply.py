@@ -322,7 +322,8 @@ class TargetSession:
             from protocol.tables_info import parse_tables_info
 
             try:
-                self._tables_info = list(parse_tables_info(b.raw).tables)  # type: ignore[union-attr]
+                # relative: default-database entries stay None, so they resolve to the rewritten database
+                self._tables_info = list(parse_tables_info(b.raw).relative)  # type: ignore[union-attr]
             except EventDecodeError:
                 self._tables_info = None
         elif t == RAND_EVENT:
@@ -354,12 +355,10 @@ class TargetSession:
         if fs is not None and fs.rules:  # no rules: no need to parse the statement
             from .filters import updated_tables
 
-            tables = self._tables_info
-            if tables is None:
-                try:
-                    tables = updated_tables(q.decode("utf-8", "replace"))
-                except ValueError:
-                    tables = []
+            try:  # the tables it changes (a tables-info event lists the read-only ones too)
+                tables = updated_tables(q.decode("utf-8", "replace"), self._tables_info)
+            except ValueError:
+                tables = self._tables_info or []
             self._tables_info = None
             if not fs.apply_statement(src_db, tables, bool(_DDL_DB.match(q))):
                 self._pending.clear()

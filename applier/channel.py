@@ -73,6 +73,7 @@ from protocol.events import (
     fde_checksum_alg,
     parse_event,
 )
+from protocol.tables_info import TABLES_INFO_EVENT
 
 from .apply import ApplyError, Group, TargetSession
 from .position import Position
@@ -84,7 +85,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("binlogd.apply")
 
 QUEUE_GROUPS: Final = 256  # groups read ahead of the applier (bounded: back-pressure on the source)
-TABLES_INFO_EVENT: Final = 159  # binlogd's ignorable tables-info event (protocol/tables_info.py)
 ER_UNKNOWN_EVENT: Final = 1594  # ER_SLAVE_RELAY_LOG_READ_FAILURE, what MariaDB's SQL thread reports
 ER_SLAVE_INCIDENT: Final = 1590
 ER_NOT_SUPPORTED_YET: Final = 1235

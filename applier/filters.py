@@ -328,18 +328,20 @@ _FIRST_TABLE_ONLY = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(?:INSERT|REPLACE|CREATE|L
 _MULTI_TABLE_DML = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(?:UPDATE|DELETE)\b", re.IGNORECASE | re.DOTALL)
 
 
-def updated_tables(sql: str) -> list[tuple[str | None, str]]:
+def updated_tables(sql: str, tables: list[tuple[str | None, str]] | None = None) -> list[tuple[str | None, str]]:
     """The tables a statement changes, for `FilterSet.apply_statement`; unqualified names stay None.
 
     MariaDB's table rules only look at the tables a statement updates: the target of INSERT/REPLACE
     ... SELECT, CREATE TABLE ... LIKE/SELECT and LOAD DATA, the tables a multi-table UPDATE assigns to
     and a multi-table DELETE deletes from, not the tables they only read. Unqualified names are left
     as None so that `apply_statement` resolves them to the *rewritten* default database, as MariaDB
-    does. Raises `protocol.tables_info.TablesInfoError` for text it cannot parse.
+    does. `tables`, when given, is the statement's full table list from a tables-info event (no parse then,
+    except for a multi-table UPDATE/DELETE). Raises `protocol.tables_info.TablesInfoError` for text it cannot parse.
     """
-    from protocol.tables_info import tables_of_statement  # sqlglot is imported only by callers that parse
+    if tables is None:
+        from protocol.tables_info import tables_of_statement  # sqlglot is imported only by callers that parse
 
-    tables = tables_of_statement(sql, None)
+        tables = tables_of_statement(sql, None)
     if len(tables) > 1 and _FIRST_TABLE_ONLY.match(sql):
         return tables[:1]
     if len(tables) > 1 and _MULTI_TABLE_DML.match(sql):

@@ -260,6 +260,21 @@ def test_updated_tables_lists_targets_only():
     assert updated_tables("UPDATE t1 JOIN t2 ON 1 SET a = 1") == [(None, "t1"), (None, "t2")]
 
 
+def test_updated_tables_narrows_a_tables_info_list():
+    """A tables-info event lists read-only tables too (the seed's rule); the filters must only see the changed ones,
+    with default-database entries left unresolved (None) so a rewritten default database applies."""
+    from protocol.tables_info import encode_tables_info, parse_tables_info, tables_of_statement
+
+    sql = "INSERT INTO t1 SELECT * FROM db2.t2"
+    info = parse_tables_info(encode_tables_info(tables_of_statement(sql, "db1"), "db1"))
+    assert set(info.relative) == {(None, "t1"), ("db2", "t2")}
+    assert updated_tables(sql, list(info.relative)) == [(None, "t1")]
+    fs = one({FilterType.IGNORE_TABLE: ["db2.t2"]})
+    assert fs.apply_statement("db1", updated_tables(sql, list(info.relative))), "only reads db2.t2: applied"
+    fs = one({FilterType.IGNORE_TABLE: ["db1.t1"]})
+    assert not fs.apply_statement("db1", updated_tables(sql, list(info.relative)))
+
+
 # --- properties ----------------------------------------------------------------------------------------
 
 names = st.text(alphabet="abcdeAB_1", min_size=1, max_size=6)
