@@ -264,6 +264,17 @@ class DumpStream:
         self._recs.append((self._fj, base + run_p, base + p, count, p - run_p, "sent", NULL, typ, flags, NULL,
                            p - run_p))
 
+    def _close_withheld(self, base: int, p: int, end: int, n: int, action: str, why: str, typ: int, flags: int,
+                        gtid: str) -> None:
+        """The record of a run of `n` consecutive events withheld or rewritten alike (same action and why) in
+        [p, end) of the chunk at `base`; type/flags/gtid are the first event's, kept only when it is alone."""
+        length = end - p
+        sent = 0 if action == "hole" else length
+        if n == 1:
+            self._recs.append((self._fj, base + p, base + end, 1, length, action, why, typ, flags, gtid, sent))
+        else:
+            self._recs.append((self._fj, base + p, base + end, n, length, action, why, NULL, NULL, NULL, sent))
+
     def _group_gtid(self, mv: memoryview, p: int, typ: int, contiguous: bool) -> str:
         """The `gtid` (JSON text) of an event at mv[p] not sent as stored; `contiguous`: the event before it was
         not sent as stored either. Events sent as stored are never looked at, so after one of them (which may have
@@ -555,11 +566,15 @@ class DumpStream:
         sent_end = -1  # end offset (in buf) of the last event the replica got
         self._need = 0
         # audit ledger: the current run of sends is only its start (run_p) and the `sent` count there (run_sent);
-        # events sent as stored cost nothing more, each withheld or rewritten one gets its own record
+        # events sent as stored cost nothing more. Withheld or rewritten events coalesce the same way: the open run
+        # of them is nw events from nw_p to run_p with one (action, why); an event extending it costs a compare and
+        # a count, a record (a tuple) is only built when the run closes (other action/why, a send, chunk end)
         ledger = self.ledger is not None
         recs = self._recs if ledger else None
-        whys, fj = self._whys, self._fj
+        whys = self._whys
         run_p = run_sent = 0
+        nw = nw_p = nw_typ = nw_flags = 0
+        nw_a = nw_why = nw_gtid = NULL
         chain = self._chain  # for an event at run_p == 0: was the event before this chunk not sent as is?
         try:
             while p <= last:
@@ -574,12 +589,20 @@ class DumpStream:
                             if a != _HOLE:
                                 break
                             holes += 1
-                            if recs is not None:  # a hole's record (per hole, never per event sent)
-                                if p > run_p:
-                                    self._close_run(mv, base, run_p, p, sent - run_sent)
-                                recs.append((fj, base + p, base + end, 1, length, "hole",
-                                             whys[typ | (flags >> 7 & 0x100)], typ, flags,
-                                             self._group_gtid(mv, p, typ, p == run_p and (p > 0 or chain)), 0))
+                            if recs is not None:  # holes coalesce (never any cost per event sent)
+                                w = whys[typ | (flags >> 7 & 0x100)]
+                                if nw and p == run_p and w == nw_why and nw_a == "hole":
+                                    nw += 1  # extends the open run
+                                    if typ == GTID_EVENT:
+                                        self._group_gtid(mv, p, typ, True)
+                                else:
+                                    if nw:
+                                        self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags,
+                                                             nw_gtid)
+                                    if p > run_p:
+                                        self._close_run(mv, base, run_p, p, sent - run_sent)
+                                    nw, nw_p, nw_a, nw_why, nw_typ, nw_flags = 1, p, "hole", w, typ, flags
+                                    nw_gtid = self._group_gtid(mv, p, typ, p == run_p and (p > 0 or chain))
                                 run_p = end
                                 run_sent = sent
                             p = end
@@ -621,14 +644,26 @@ class DumpStream:
                 else:
                     holes += 1
                 if ledger and a != _SEND:
-                    contiguous = p == run_p and (p > 0 or chain)
-                    self._close_run(mv, base, run_p, p, sent - run_sent)
-                    self._recs.append(self._decision_record(mv, base, contiguous, p, end, typ, flags, a))
+                    aname, w = _ACTION_NAME[a], self._why(mv, p, end, typ, flags)
+                    if nw and p == run_p and w == nw_why and nw_a == aname:
+                        nw += 1
+                        if typ == GTID_EVENT:
+                            self._group_gtid(mv, p, typ, True)
+                    else:
+                        if nw:
+                            self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
+                        contiguous = p == run_p and (p > 0 or chain)
+                        self._close_run(mv, base, run_p, p, sent - run_sent)
+                        nw, nw_p, nw_a, nw_why, nw_typ, nw_flags = 1, p, aname, w, typ, flags
+                        nw_gtid = self._group_gtid(mv, p, typ, contiguous)
                     run_p = end
                     run_sent = sent
                 p = end
                 if self.skipper is not None and self.skipper.take_fake_list():
                     if ledger:
+                        if nw:
+                            self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
+                            nw = 0
                         self._close_run(mv, base, run_p, p, sent - run_sent)
                         run_p, run_sent = p, sent
                     self.seq = seq
@@ -639,6 +674,8 @@ class DumpStream:
                         self.skipper = None  # start position reached: back to the plain loop
         finally:
             if ledger:
+                if nw:  # runs never cross a chunk end
+                    self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
                 self._close_run(mv, base, run_p, p, sent - run_sent)
                 if p:
                     self._chain = run_p == p
@@ -653,17 +690,13 @@ class DumpStream:
         self.last_event_pos = self.last_byte = base + p
         return p
 
-    def _decision_record(self, mv: memoryview, base: int, contiguous: bool, p: int, end: int, typ: int, flags: int,
-                         a: int) -> EvRecord:
-        """The ledger record of one event not sent as stored; `why` is the decision table's (or the GTID start's)."""
-        length = end - p
+    def _why(self, mv: memoryview, p: int, end: int, typ: int, flags: int) -> str:
+        """The ledger's `why` (JSON text) of one event not sent as stored: the decision table's or the GTID
+        start's."""
         if self._skip_hole:
-            why = '"gtid_start"'
-        else:
-            standalone = typ == GTID_EVENT and length > HEADER_LEN + 12 and bool(mv[p + HEADER_LEN + 12] & 1)
-            why = jstr(self.table.why(typ, flags, standalone))
-        return (self._fj, base + p, base + end, 1, length, _ACTION_NAME[a], why, typ, flags,
-                self._group_gtid(mv, p, typ, contiguous), 0 if a == _HOLE else length)
+            return '"gtid_start"'
+        standalone = typ == GTID_EVENT and end - p > HEADER_LEN + 12 and bool(mv[p + HEADER_LEN + 12] & 1)
+        return jstr(self.table.why(typ, flags, standalone))
 
     def _gtid_action(self, mv: memoryview, p: int, end: int, flags: int, base: int) -> int:
         """The answer for a GTID event whose action depends on its FL_STANDALONE bit."""

@@ -227,6 +227,30 @@ def events_fi(data: AuditData) -> Any:
     return data.events.withColumn("fi", F.col("file_index"))
 
 
+def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any:
+    """One row per binlog event covered by a `hole`/`dummy`/`begin` record: a run (`count` > 1) is expanded to the
+    events of its range through the events' per-file ordinals (an equi-join, no range join). Columns: the record's
+    `seq`, `conn`, `action`, `why`, `rec_start`, `rec_end`, `count`, `rec_length`, `sent_length`, `r_type`,
+    `r_flags`, and the event's `file`, `ordinal`, `start`, `end`, `length`, `type`, `flags`, `log_pos`, `crc_ok`,
+    `trx`. The range is [record start, record end); when the end is not an event boundary (check 1 reports it) the
+    record's `count` gives it. A record whose start is not an event boundary expands to nothing (check 1)."""
+    F = _F()
+    R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*actions))
+         .select("seq", "conn", "file", F.col("start").alias("rec_start"), F.col("end").alias("rec_end"), "count",
+                 F.col("length").alias("rec_length"), "sent_length", "action", "why", F.col("type").alias("r_type"),
+                 F.col("flags").alias("r_flags")))
+    E = data.events
+    S = E.select("file", F.col("start").alias("rec_start"), F.col("ordinal").alias("s_ord"))
+    T = E.select("file", F.col("end").alias("rec_end"), F.col("ordinal").alias("e_ord"))
+    most = max((st.get("events", 0) for st in data.file_stats.values()), default=0)  # a tampered count stays bounded
+    last = F.coalesce(F.col("e_ord"), F.col("s_ord") + F.least(F.greatest(F.col("count"), F.lit(1)), F.lit(most)) - 1)
+    X = (R.join(S, ["file", "rec_start"]).join(T, ["file", "rec_end"], "left")
+         .withColumn("ordinal", F.explode(F.sequence(F.col("s_ord"), F.greatest(F.col("s_ord"), last))))
+         .drop("s_ord", "e_ord"))
+    return X.join(E.select("file", "ordinal", "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx"),
+                  ["file", "ordinal"])
+
+
 def _rows(df: Any, check: int, severity: str, msg: Any) -> list[Any]:
     """Findings as a lazy DataFrame (collected once per check by `collect_findings`)."""
     F = _F()
@@ -335,8 +359,7 @@ def check_rules(data: AuditData) -> list[tuple]:
     out: list[tuple] = []
     EXP = expected_filtered(data).select("conn", "file", "start", "type", "flagged", "expected", "c_capability",
                                          "c_skip", "c_compat")
-    NS = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*FILTERED))
-          .select("conn", "file", "start", "action", "why", F.col("type").alias("r_type")))
+    NS = withheld_events(data).select("conn", "file", "start", "action", "why", F.col("type").alias("r_type"))
     J = NS.join(EXP, ["conn", "file", "start"], "full_outer").cache()
     tname = F.coalesce(F.col("type"), F.col("r_type"))
     missing = J.filter(F.col("action").isNull())
@@ -399,27 +422,35 @@ def check_dummies(data: AuditData) -> list[tuple]:
     F = _F()
     out: list[tuple] = []
     D = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("dummy", "begin"))
-         .select("conn", "file", "start", "end", "length", "sent_length", "action"))
-    E = data.events.select("file", "start", F.col("end").alias("e_end"), F.col("length").alias("e_length"),
-                           F.col("log_pos").alias("e_log_pos"), F.col("crc_ok").isNotNull().alias("has_crc"))
-    J = D.join(E, ["file", "start"], "left").cache()
+         .select("seq", "conn", "file", "start", "end", "count", "length", "sent_length", "action"))
+    # per event of each record (a run expanded), then per record: what the events it replaces add up to
+    W = withheld_events(data, ("dummy", "begin")).cache()
+    per_rec = W.groupBy("seq").agg(F.sum("length").alias("e_length"), F.max("end").alias("e_end"),
+                                   F.count("*").alias("e_count"))
+    J = D.join(per_rec, "seq", "left")
     out += _rows(J.filter(F.col("e_length").isNull()), 3, "error",
                  F.format_string("%s record at a position where the binlog has no event", F.col("action")))
     K = J.filter(F.col("e_length").isNotNull())
     bad_len = (F.col("length") != F.col("e_length")) | (F.col("sent_length") != F.col("e_length"))
-    out += _rows(K.filter(bad_len), 3, "error",
+    one = F.col("count") == 1
+    out += _rows(K.filter(bad_len & one), 3, "error",
                  F.format_string("%s of length %d (sent %d bytes) replaces an event of length %d", F.col("action"),
                                  F.col("length"), F.col("sent_length"), F.col("e_length")))
+    out += _rows(K.filter(bad_len & ~one), 3, "error",
+                 F.format_string("%s run of %d events of length %d (sent %d bytes) replaces %d events of length %d",
+                                 F.col("action"), F.col("count"), F.col("length"), F.col("sent_length"),
+                                 F.col("e_count"), F.col("e_length")))
     out += _rows(K.filter(F.col("end") != F.col("e_end")), 3, "error",
                  F.format_string("%s ends at %d but the event it replaces ends at %d (log_pos)", F.col("action"),
                                  F.col("end"), F.col("e_end")))
     # rebuild each distinct replaced event with protocol/rewrite.py: same length and log_pos, valid CRC
-    uniq = K.select("file", "start", "e_length", "action", "has_crc").distinct()
+    uniq = (W.select("file", "start", F.col("length").alias("e_length"), "action",
+                     F.col("crc_ok").isNotNull().alias("has_crc")).distinct())
     for file, start, action, why in uniq.rdd.map(tuple).mapPartitions(_rebuild_rows(str(data.binlog_dir))).collect():
         out.append(finding(3, "error", None, file, start, f"the {action} rebuilt from the stored event "
                                                           f"(protocol/rewrite.py) is not valid: {why}"))
     out = collect_findings(out)
-    J.unpersist()
+    W.unpersist()
     return out
 
 
@@ -429,10 +460,8 @@ def check_dummies(data: AuditData) -> list[tuple]:
 def filtered_content(data: AuditData) -> Any:
     """Per (conn, trx): content events filtered (hole/dummy) and their first position, bytes."""
     F = _F()
-    NS = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("hole", "dummy"))
-          .select("conn", "file", "start", "action"))
-    E = data.events.select("file", "start", "type", "trx", "length")
-    return NS.join(E, ["file", "start"]).filter(~F.col("type").isin(*_METADATA_TYPES))
+    return (withheld_events(data, ("hole", "dummy")).select("conn", "file", "start", "action", "type", "trx", "length")
+            .filter(~F.col("type").isin(*_METADATA_TYPES)))
 
 
 def check_atomicity(data: AuditData) -> tuple[list[tuple], dict[int, dict[str, Any]]]:
@@ -473,7 +502,7 @@ def check_continuity(data: AuditData) -> list[tuple]:
     by = {c.conn: c for c in low}
     H = (data.ledger.filter((F.col("r") == "ev") & (F.col("action") == "hole") &
                             F.col("conn").isin(list(by)) & (F.coalesce(F.col("why"), F.lit("")) != "gtid_start"))
-         .groupBy("conn", "why").agg(F.count("*").alias("n"), F.min(F.struct("file", "start")).alias("first")))
+         .groupBy("conn", "why").agg(F.sum("count").alias("n"), F.min(F.struct("file", "start")).alias("first")))
     for r in H.collect():
         c = by[r.conn]
         documented = c.compat == "mariadb" and r.why == "skip_replication"
@@ -532,7 +561,7 @@ def check_relay(data: AuditData) -> tuple[list[tuple], dict[str, dict[str, Any]]
         C = conns_df(data).filter(F.col("conn").isin(ids))
         E = events_fi(data).select("file", "fi", "start", "end", "type", "length")
         inr = E.join(C, how="inner", on=in_range(F)).select("conn", "file", "start", "end", "type", "length")
-        L = data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*FILTERED) & F.col("conn").isin(ids))
+        L = withheld_events(data).filter(F.col("conn").isin(ids))  # per event (runs expanded)
         holes = L.filter(F.col("action") == "hole").select("conn", "file", "start")
         acts = L.filter(F.col("action") != "hole").select("conn", "file", "start", "action")
         S = (inr.join(holes, ["conn", "file", "start"], "left_anti").join(acts, ["conn", "file", "start"], "left")

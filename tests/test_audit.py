@@ -309,7 +309,8 @@ def _save(path: Path, recs: list[dict]) -> None:
 
 
 def test_tampered_ledger_is_caught(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:
-    """Four tamperings, each on its own connection; the fifth connection stays clean."""
+    """Four kinds of tampering, each on its own connection; the fifth connection stays clean. The dummy length is
+    tampered twice on the same connection: on a single-event record and on a run (a record of several dummies)."""
     sc = oracle_scenario
     ledger = tmp_path / "ledger"
     shutil.copytree(sc.ledger_dir, ledger)
@@ -327,8 +328,12 @@ def test_tampered_ledger_is_caught(spark, oracle_scenario: Scenario, tmp_path: P
     recs.insert(recs.index(dup) + 1, dict(dup))
     flagged = ev(REPLICA_SID, action="hole", why="skip_replication")  # a flagged event recorded as sent
     flagged.update(action="sent", why=None, sent_length=flagged["length"])
-    dummy = ev(12, action="dummy")  # a dummy with the wrong length
+    dummy = ev(12, action="dummy", count=1)  # a dummy with the wrong length
     dummy.update(length=dummy["length"] + 4, sent_length=dummy["sent_length"] + 4, end=dummy["end"] + 4)
+    run = next(r for r in recs if r["r"] == "ev" and r["conn"] == conn_of[12] and r["action"] in ("dummy", "begin")
+               and r["count"] > 1)  # a run of dummies, one of which has the wrong length
+    run_len = run["length"]
+    run.update(length=run_len + 4, sent_length=run["sent_length"] + 4, end=run["end"] + 4)
     _save(lf, recs)
 
     rc, summary = audit(spark, sc, tmp_path / "out", ledger=ledger)
@@ -356,6 +361,8 @@ def test_tampered_ledger_is_caught(spark, oracle_scenario: Scenario, tmp_path: P
     # dummy length
     hit = at(3, 12, dummy["file"], dummy["start"])
     assert hit and f"replaces an event of length {dummy['length'] - 4}" in hit[0]["message"]
+    hit = at(3, 12, run["file"], run["start"])
+    assert hit and f"replaces {run['count']} events of length {run_len}" in hit[0]["message"], hit
     assert conn_of[14] not in found  # the untouched connection stays clean
     assert {1, 10} <= found[conn_of[11]] and {1, 10} <= found[conn_of[13]]
     assert 4 in found[conn_of[REPLICA_SID]] and 3 in found[conn_of[12]]

@@ -83,25 +83,30 @@ def connection_records(directory: Path, server_id: int, timeout: float = 10.0) -
         time.sleep(0.02)
 
 
-def expand(records: list[dict[str, Any]], binlogs: Path) -> list[tuple[str, str, int, int]]:
-    """(action, file, start, end) per stored event covered by the `ev` records (runs walked in the files)."""
+def record_events(records: list[dict[str, Any]], binlogs: Path
+                  ) -> list[tuple[dict[str, Any], list[tuple[int, int, int, int]]]]:
+    """Each non-fake `ev` record with the stored events (start, end, type, flags) it covers, walked in the file;
+    a run (`count` > 1, any action) has no type, flags or gtid of its own."""
     out = []
     for r in records:
         if r["r"] != "ev" or r["action"] in ("fake", "error"):
             continue
-        if r["count"] == 1:
-            out.append((r["action"], r["file"], r["start"], r["end"]))
-            continue
-        assert r["action"] == "sent" and r["type"] is None and r["flags"] is None, r
         evs, at = _index(binlogs / r["file"])
         i = at[r["start"]]
         run = []
         while i < len(evs) and evs[i][1] <= r["end"]:
             run.append(evs[i])
             i += 1
-        assert len(run) == r["count"] and run[-1][1] == r["end"], (r, run[-3:])
-        out += [("sent", r["file"], s, e) for s, e, _, _ in run]
+        assert run and len(run) == r["count"] and run[-1][1] == r["end"], (r, run[-3:])
+        if r["count"] > 1:
+            assert r["type"] is None and r["flags"] is None and r["gtid"] is None, r
+        out.append((r, run))
     return out
+
+
+def expand(records: list[dict[str, Any]], binlogs: Path) -> list[tuple[str, str, int, int]]:
+    """(action, file, start, end) per stored event covered by the `ev` records (runs walked in the files)."""
+    return [(r["action"], r["file"], s, e) for r, run in record_events(records, binlogs) for s, e, _, _ in run]
 
 
 def received(capture: DumpCapture, binlogs: Path) -> tuple[list[tuple], list[tuple], int]:
@@ -190,19 +195,22 @@ def check_connection(recs: list[dict[str, Any]], cap: DumpCapture, binlogs: Path
     # 3. the rules' reasons, from the stored header flags; the group's GTID from the stored file, where the ledger
     # knows it: always for capability < 4 (GTIDs are never sent as is), else from a GTID not sent as is through
     # withheld/rewritten events that follow it without an event sent in between
+    # (every event of a run: same action and why; a single-event record: its type, flags and gtid)
     known, prev_end = False, None
-    for r in evs:
+    for r, run in record_events(evs, binlogs):
         if r["action"] in ("hole", "dummy", "begin"):
-            data = _file(binlogs / r["file"])
-            flags = struct.unpack_from("<H", data, r["start"] + 17)[0]
-            assert r["flags"] == flags and r["type"] == data[r["start"] + 4]
-            want = "skip_replication" if skip and flags & 0x8000 else "capability"
-            assert r["why"] == want, r
             begin = start_pos if r["file"] == start_file else 4
-            known = (capability or 0) < 4 or r["type"] == GTID or (known and prev_end == (r["file"], r["start"]))
-            expect = group_gtids(binlogs / r["file"], begin).get(r["start"]) if known else None
-            assert r["gtid"] == expect, r
-            prev_end = (r["file"], r["end"])
+            for s, e, typ, flags in run:
+                want = "skip_replication" if skip and flags & 0x8000 else "capability"
+                assert r["why"] == want, (r, s)
+                known = (capability or 0) < 4 or typ == GTID or (known and prev_end == (r["file"], s))
+                prev_end = (r["file"], e)
+            if r["count"] == 1:
+                (s, e, typ, flags), = run
+                assert r["flags"] == flags and r["type"] == typ
+                expect = group_gtids(binlogs / r["file"], begin).get(s) if known else None
+                assert r["gtid"] == expect, r
+    for r in evs:
         assert r["sent_length"] == (0 if r["action"] == "hole" else r["length"] if r["action"] != "fake"
                                     else r["sent_length"])
     # 4. coverage tiles, per file, from the start to the close position
@@ -214,16 +222,36 @@ def check_connection(recs: list[dict[str, Any]], cap: DumpCapture, binlogs: Path
     # 5. the dump's own totals
     assert close["reason"] == "eof" and close["error"] is None and close["error_code"] is None
     assert close["events"] == packets and close["bytes"] == len(cap.raw)
-    # 6. coalescing: sends between two non-sends are one record (or split at a read-chunk boundary)
+    # 6. coalescing, for every action: the test's own maximal runs of consecutive events with the same (action,
+    # why) per file, from what the client received (the FDE a run of its own); the ledger's records are exactly
+    # these runs, except that a read-chunk boundary (~1 MiB) may split one (at most one split per boundary)
     counts: dict[str, int] = {}
     for r in evs:
         counts[r["action"]] = counts.get(r["action"], 0) + r["count"]
-    for f in {t[0] for t in tiles}:
+    runs: dict[str, list[list[Any]]] = {}
+    for action, f, s, e in expected_events(got, fakes, binlogs, start_file, start_pos):
+        flags = struct.unpack_from("<H", _file(binlogs / f), s + 17)[0]
+        why = (None if action == "sent" else "skip_replication" if skip and flags & 0x8000 else "capability")
+        key = ("fde",) if s == 4 else (action, why)
+        fr = runs.setdefault(f, [])
+        if fr and fr[-1][0] == key and fr[-1][2] == s and key != ("fde",):
+            fr[-1][2] = e
+            fr[-1][3] += 1
+        else:
+            fr.append([key, s, e, 1])
+    for f, fr in runs.items():
         mine = [r for r in evs if r["file"] == f and r["action"] != "fake"]
-        sent_recs = sum(r["action"] == "sent" for r in mine)
-        chunks = (binlogs / f).stat().st_size // (1 << 20) + 1
-        assert sent_recs <= 1 + (len(mine) - sent_recs) + 2 * chunks, (f, sent_recs, len(mine))
-        assert all(r["count"] == 1 for r in mine if r["action"] != "sent")
+        merged: list[list[Any]] = []
+        for r in mine:
+            key = ("fde",) if r["start"] == 4 else (r["action"], r["why"])
+            if merged and merged[-1][0] == key and merged[-1][2] == r["start"] and key != ("fde",):
+                merged[-1][2] = r["end"]
+                merged[-1][3] += r["count"]
+            else:
+                merged.append([key, r["start"], r["end"], r["count"]])
+        assert merged == fr, f
+        splits = len(mine) - len(fr)
+        assert 0 <= splits <= (binlogs / f).stat().st_size // (1 << 20) + 1, (f, splits, len(fr))
     return counts
 
 
@@ -331,6 +359,8 @@ def test_ledger_equals_what_raw_dumps_received(binlogs: str, request: pytest.Fix
     assert totals["cap0_skip"]["dummy"] > 0 and totals["cap1"]["begin"] > 0 and totals["cap2_skip"]["hole"] > 0
     assert totals["cap4"].get("dummy", 0) == totals["cap4"].get("begin", 0) == 0
     assert totals["cap4_skip"]["hole"] > totals["cap4"].get("hole", 0)
+    assert any(r["r"] == "ev" and r["action"] in ("hole", "dummy", "begin") and r["count"] > 1
+               for r in read_ledger(ledger))  # runs of withheld/rewritten events occur
     # coalescing: a replica that takes everything gets one record per file part read at once (~1 MiB)
     cap = dump(server, 4, False, 160, flags=3)
     recs = connection_records(ledger, 160)
@@ -479,8 +509,11 @@ def test_gtid_connect_skipped_groups(oracle_binlogs: Path, binlogd, harness_dir:
     first = oracle_binlogs / "mysql-bin.000001"
     gtids = group_gtids(first, 4)
     have = {(f"0-1-{n}") for n in range(1, 6)}
-    holes = [(r["start"], r["why"], r["gtid"]) for r in evs if r["action"] == "hole"]
-    assert holes == [(s, "gtid_start", gtids[s]) for s, _, _, _ in stored_events(_file(first)) if gtids[s] in have]
+    holes = [(s, r["why"]) for r, run in record_events(evs, oracle_binlogs) if r["action"] == "hole"
+             for s, _, _, _ in run]
+    assert holes == [(s, "gtid_start") for s, _, _, _ in stored_events(_file(first)) if gtids[s] in have]
+    hole_recs = [r for r in evs if r["action"] == "hole"]
+    assert sum(r["count"] for r in hole_recs) == len(holes) and len(hole_recs) < len(holes)  # runs
     fake_lists = [r for r in evs if r["action"] == "fake" and r["type"] == GTID_LIST]
     assert len(fake_lists) == 1 and fake_lists[0]["why"] == "gtid_start"
     assert fake_lists[0]["start"] == max(r["end"] for r in evs if r["action"] == "hole")
@@ -504,7 +537,8 @@ def test_standalone_datadir_has_a_ledger_by_default(binlogd, harness_dir: Path) 
     assert cap.end == "EOF"
     recs = connection_records(datadir / "ledger", 501)
     check_connection(recs, cap, binlogs, capability=4, skip=True, start_file=first)
-    assert [r["why"] for r in recs if r["r"] == "ev" and r["action"] == "hole"] == ["skip_replication"] * 3
+    holes = [r for r in recs if r["r"] == "ev" and r["action"] == "hole"]  # the flagged group: one run
+    assert [(r["why"], r["count"]) for r in holes] == [("skip_replication", 3)]
 
 
 def test_readable_while_the_dump_runs(oracle_binlogs: Path, binlogd, harness_dir: Path) -> None:
