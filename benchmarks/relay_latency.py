@@ -69,26 +69,29 @@ def _pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def relay_status(server: Binlogd) -> dict[str, Any]:
-    conn = server.connect()
+def relay_status(server: Binlogd, conn: Any = None) -> dict[str, Any]:
+    """SHOW SLAVE STATUS as a dict; on `conn` when given (polling: no connection per call)."""
+    c = conn or server.connect()
     try:
-        with conn.cursor() as cur:
+        with c.cursor() as cur:
             cur.execute("SHOW SLAVE STATUS")
             row = cur.fetchone()
             return {} if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
     finally:
-        conn.close()
+        if conn is None:
+            c.close()
 
 
-def master_status(server: Binlogd) -> tuple[str, int] | None:
-    conn = server.connect()
+def master_status(server: Binlogd, conn: Any = None) -> tuple[str, int] | None:
+    c = conn or server.connect()
     try:
-        with conn.cursor() as cur:
+        with c.cursor() as cur:
             cur.execute("SHOW MASTER STATUS")
             row = cur.fetchone()
             return None if row is None else (str(row[0]), int(row[1]))
     finally:
-        conn.close()
+        if conn is None:
+            c.close()
 
 
 def _log_time(log: str, marker: str) -> float:
@@ -124,22 +127,52 @@ def upstream_dump_rate(upstream: MariaDB, binary: str, out: Path) -> float:
     return time.monotonic() - t0
 
 
-def relay_catch_up(upstream: MariaDB, datadir: Path, log_path: Path, console: Console) -> tuple[Binlogd, float]:
-    """Start a relay on an empty datadir; seconds from its dump request to having stored everything."""
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def received_bytes(upstream: MariaDB, st: dict[str, Any]) -> int:
+    """Bytes of the upstream's binlog the relay has received (files before Master_Log_File, plus its position)."""
+    done = 0
+    for name, size in upstream.binary_logs():
+        if name == st.get("Master_Log_File"):
+            return done + int(st.get("Read_Master_Log_Pos") or 0)
+        done += size
+    return 0
+
+
+def relay_catch_up(upstream: MariaDB, datadir: Path, log_path: Path,
+                   console: Console) -> tuple[Binlogd, float, float]:
+    """Start a relay on an empty datadir; seconds from its dump request to having stored everything, and the
+    relay process's CPU seconds per byte stored, measured from its first poll after start-up (so the interpreter's
+    start-up is not counted; bytes received before that poll are left out of the division too)."""
     relay = Binlogd.start(["--upstream", f"mysql://root:@127.0.0.1:{upstream.port}", "--datadir", str(datadir),
                            "--server-id", "100", "--upstream-heartbeat", "5"], log_path=log_path)
     target = upstream.master_status()
-    with _progress(console) as progress:
-        task = progress.add_task("relay catching up", total=None)
-        while master_status(relay) != target:
-            st = relay_status(relay)
-            if st.get("Slave_IO_Running") == "No":
-                raise RuntimeError(f"relay stopped: {st.get('Last_IO_Error')}")
-            progress.update(task, description=f"relay catching up: {st.get('Master_Log_File')}:"
-                            f"{st.get('Read_Master_Log_Pos')}")
-            time.sleep(0.02)
-    done = time.time()
-    return relay, done - _log_time(relay.log_text(), "requesting binlog dump")
+    conn = relay.connect()  # one polling connection: its cost is kept out of the relay's CPU figure
+    try:
+        cpu0 = process_cpu_s(relay.pid)
+        bytes0 = received_bytes(upstream, relay_status(relay, conn))
+        with _progress(console) as progress:
+            task = progress.add_task("relay catching up", total=None)
+            polls = 0
+            while master_status(relay, conn) != target:
+                polls += 1
+                if polls % 10 == 0:
+                    st = relay_status(relay, conn)
+                    if st.get("Slave_IO_Running") == "No":
+                        raise RuntimeError(f"relay stopped: {st.get('Last_IO_Error')}")
+                    progress.update(task, description=f"relay catching up: {st.get('Master_Log_File')}:"
+                                    f"{st.get('Read_Master_Log_Pos')}")
+                time.sleep(0.02)
+        done = time.time()
+    finally:
+        conn.close()
+    cpu = process_cpu_s(relay.pid) - cpu0
+    total = sum(size for _, size in upstream.binary_logs())
+    return relay, done - _log_time(relay.log_text(), "requesting binlog dump"), cpu / max(1, total - bytes0)
 
 
 # ---- latency --------------------------------------------------------------------------------------------
@@ -267,12 +300,15 @@ def main(argv: list[str] | None = None) -> int:
                          "ENGINE=InnoDB")
         total = sum(size for _, size in upstream.binary_logs())
         up_s = upstream_dump_rate(upstream, binary, fast / "mariadb-binlog")
-        relay, relay_s = relay_catch_up(upstream, fast / "relay", work / "binlogd.log", console)
+        relay, relay_s, cpu_per_byte = relay_catch_up(upstream, fast / "relay", work / "binlogd.log", console)
+        cpu_us_per_event = cpu_per_byte * total / bs.events * 1e6
         mismatches = [d for n, _ in upstream.binary_logs() if (d := same_file(fast / "relay" / n,
                                                                             upstream.datadir / n))]
         throughput = {"bytes": total, "events_approx": bs.events, "upstream_dump_s": round(up_s, 3),
                       "relay_s": round(relay_s, 3), "upstream_MBps": total / up_s / MB,
-                      "relay_MBps": total / relay_s / MB, "ratio": up_s / relay_s, "mismatches": mismatches}
+                      "relay_MBps": total / relay_s / MB, "ratio": up_s / relay_s,
+                      "relay_cpu_us_per_event": round(cpu_us_per_event, 3),
+                      "relay_events_per_cpu_s": round(1e6 / cpu_us_per_event), "mismatches": mismatches}
         latency = []
         for n in counts:
             console.print(f"latency: {args.txns} transactions, {n} downstream reader(s)")
@@ -287,10 +323,11 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(fast, ignore_errors=True)
 
     t = Table(title="relay throughput (whole binlog, one reader of the upstream)")
-    for c in ("MB", "upstream dump s", "upstream MB/s", "relay s", "relay MB/s", "relay ÷ upstream"):
+    for c in ("MB", "upstream dump s", "upstream MB/s", "relay s", "relay MB/s", "relay ÷ upstream",
+              "relay CPU µs/event"):
         t.add_column(c, justify="right")
     t.add_row(f"{total / MB:.1f}", f"{up_s:.2f}", f"{throughput['upstream_MBps']:.1f}", f"{relay_s:.2f}",
-              f"{throughput['relay_MBps']:.1f}", f"{throughput['ratio']:.2f}x")
+              f"{throughput['relay_MBps']:.1f}", f"{throughput['ratio']:.2f}x", f"{cpu_us_per_event:.2f}")
     console.print(t)
     t = Table(title=f"latency: upstream commit -> event received ({args.txns} commits, {args.interval_ms:g} ms apart)")
     for c in ("readers", "via binlogd p50/p99 ms", "direct p50/p99 ms", "added p50/p99 ms", "missing"):

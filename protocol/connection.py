@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import struct
+import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Self
@@ -40,6 +41,7 @@ from .constants import (
     ER_UNKNOWN_SYSTEM_VARIABLE,
     FORMAT_DESCRIPTION_EVENT,
     HEADER_LEN,
+    MAX_PACKET_PAYLOAD,
 )
 from .handshake import CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION
 from .packets import PacketError, PacketReader, frame, parse_err
@@ -61,6 +63,8 @@ CR_AUTH_PLUGIN_CANNOT_LOAD = 2059
 FATAL_CODES = frozenset({ER_MASTER_FATAL_ERROR_READING_BINLOG, ER_OUT_OF_RESOURCES,
                          ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE})
 
+_U32 = struct.Struct("<I")
+_CRC32_RESIDUE = 0x2144DF1C  # zlib.crc32(data + crc32(data) as 4 little-endian bytes), whatever the data
 STREAM_LIMIT = 1 << 16  # asyncio StreamReader buffer bound; reads are chunked at this size
 COMMAND_MAX_PAYLOAD = 64 << 20  # handshake and query replies
 EVENT_MAX_PAYLOAD = 1 << 30  # slave_max_allowed_packet default
@@ -179,6 +183,8 @@ class ReplicationClient:
         self.handshake: ServerHandshake | None = None
         self.checksum_alg_before_fd = BINLOG_CHECKSUM_ALG_OFF  # what SELECT @master_binlog_checksum said
         self._alg = BINLOG_CHECKSUM_ALG_OFF  # the checksum algorithm of the events being received
+        self._parts: list[bytes] = []  # the parts so far of a dump packet split at 16 MiB
+        self._parts_size = 0
 
     # ---- connection -------------------------------------------------------------------------------
 
@@ -377,46 +383,122 @@ class ReplicationClient:
         Events before the first FDE (the fake Rotate) are checked with the algorithm the server reported,
         every FDE with its own, everything else with the current FDE's, as the 10.11 IO thread does.
         """
-        async for batch in self.batches():
-            for ev in batch:
+        async for run in self.runs():
+            for ev in split_run(run):
                 yield ev
 
     async def batches(self) -> AsyncIterator[list[bytes]]:
-        """`events()` in lists: every whole event already received, so a consumer pays its per-item costs
-        (queues, thread hops) per socket read rather than per event. A list is never empty."""
+        """`events()` in lists, one per socket read (never empty)."""
+        async for run in self.runs():
+            yield split_run(run)
+
+    async def runs(self) -> AsyncIterator[bytes]:
+        """The dump as runs of whole events back to back, one run per socket read (never empty): every event
+        checked as `events()` says, and its header's event_length equal to its packet's, so a consumer can walk
+        a run by the header lengths. The relay stores runs as they are: one copy per read, no object per event."""
         if not self._dumping:
             raise ReplicationError(CR_SERVER_LOST, "start_dump() first")
         timeout = self.cfg.dump_read_timeout()
         self._alg = self.checksum_alg_before_fd
+        pending: list[bytes] = []  # the reads holding an incomplete packet
+        have = need = 0
         try:
             while True:
                 try:
                     async with asyncio.timeout(timeout):
-                        p = await self._read_packet()
+                        data = await self._reader.read(STREAM_LIMIT)
                 except TimeoutError:
                     raise ReplicationError(CR_SERVER_LOST, f"no event or heartbeat for {timeout} s") from None
-                batch: list[bytes] = []
-                try:
-                    while p is not None:
-                        if p[:1] == b"\xff":
-                            raise self._err(p)
-                        if _is_eof(p):
-                            break
-                        batch.append(self._checked_event(p))
-                        try:
-                            p = self._packets.next_packet()  # already buffered: no await, no timer
-                        except PacketError as e:
-                            raise ReplicationError(CR_MALFORMED_PACKET, str(e)) from None
-                except ReplicationError:
-                    if batch:  # what came before the error is valid: deliver it first
-                        yield batch
-                    raise
-                if batch:
-                    yield batch
-                if p is not None:  # EOF of a non-blocking dump
+                except OSError as e:
+                    raise ReplicationError(CR_SERVER_LOST, f"lost connection to server: {e!r}") from None
+                if not data:
+                    raise ReplicationError(CR_SERVER_LOST, "lost connection to server (closed by peer)")
+                if pending:  # joined once when the packet is whole: a large event is not copied per read
+                    pending.append(data)
+                    have += len(data)
+                    if have < need:
+                        continue
+                    data = b"".join(pending)
+                    pending.clear()
+                run, used, stop = self._split(data)
+                if run:  # what came before an error is valid: deliver it first
+                    yield run
+                if stop is True:  # EOF of a non-blocking dump
                     return
+                if stop is not None:
+                    raise stop
+                if used < len(data):
+                    pending.append(data[used:])
+                    have = len(data) - used
+                    need = 4 + (int.from_bytes(data[used : used + 3], "little") if have >= 4 else 0)
         finally:
             await self.close()
+
+    def _split(self, data: bytes) -> tuple[bytes, int, ReplicationError | bool | None]:
+        """The whole dump packets at the start of `data`: (their events back to back, bytes consumed, and what
+        stopped the dump: an error, True for EOF, None to read on).
+
+        The hot path: per event one header read, one zlib.crc32 over a memoryview (a CRC32-summed event followed
+        by its own CRC leaves zlib's constant residue) and one list append; FDEs, packets split at 16 MiB, ERR/EOF
+        and every failure go through `_checked_event`, the full rules with their error messages.
+        """
+        mv = memoryview(data)
+        n, p = len(data), 0
+        seq = self._packets.expected_seq
+        parts = self._parts
+        crc = self._alg == BINLOG_CHECKSUM_ALG_CRC32
+        min_len = 1 + HEADER_LEN + (CRC_LEN if crc else 0)
+        out: list[bytes | memoryview] = []
+        stop: ReplicationError | bool | None = None
+        try:
+            while n - p >= 4:
+                (word,) = _U32.unpack_from(data, p)
+                length = word & 0xFFFFFF
+                if word >> 24 != seq:
+                    stop = ReplicationError(CR_MALFORMED_PACKET, f"packets out of order: expected sequence id "
+                                            f"{seq}, got {word >> 24}")
+                    break
+                q = p + 4 + length
+                if q > n:
+                    break
+                seq = (seq + 1) & 0xFF
+                s = p + 5
+                if (not parts and length >= min_len and length < MAX_PACKET_PAYLOAD and not data[p + 4]
+                        and data[s + 4] != FORMAT_DESCRIPTION_EVENT
+                        and _U32.unpack_from(data, s + 9)[0] == length - 1
+                        and (not crc or zlib.crc32(mv[s:q]) == _CRC32_RESIDUE)):
+                    out.append(mv[s:q])
+                    p = q
+                    continue
+                # anything else: one logical packet, maybe split in 16 MiB parts
+                parts.append(data[p + 4 : q])
+                self._parts_size += length
+                p = q
+                if self._parts_size > EVENT_MAX_PAYLOAD:
+                    stop = ReplicationError(CR_MALFORMED_PACKET, f"packet larger than the maximum of "
+                                            f"{EVENT_MAX_PAYLOAD} bytes")
+                    break
+                if length == MAX_PACKET_PAYLOAD:
+                    continue
+                payload = parts[0] if len(parts) == 1 else b"".join(parts)
+                parts.clear()
+                self._parts_size = 0
+                if payload[:1] == b"\xff":
+                    stop = self._err(payload)
+                    break
+                if _is_eof(payload):
+                    stop = True
+                    break
+                try:
+                    out.append(self._checked_event(payload))
+                except ReplicationError as e:
+                    stop = e
+                    break
+                crc = self._alg == BINLOG_CHECKSUM_ALG_CRC32
+                min_len = 1 + HEADER_LEN + (CRC_LEN if crc else 0)
+        finally:
+            self._packets.expected_seq = seq
+        return b"".join(out), p, stop
 
     def _checked_event(self, p: bytes) -> bytes:
         """The event in a dump packet, its CRC verified (and the checksum algorithm followed across FDEs)."""
@@ -434,4 +516,19 @@ class ReplicationClient:
             raise ReplicationError(ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
                                    f"event checksum mismatch (type {ev[4]}, log_pos "
                                    f"{int.from_bytes(ev[13:17], 'little')}, stored crc {stored})")
+        if int.from_bytes(ev[9:13], "little") != len(ev):  # after the CRC, as the 10.11 IO thread checks
+            # fatal: the primary would send the same bytes again
+            raise ReplicationError(CR_MALFORMED_PACKET, f"event length {int.from_bytes(ev[9:13], 'little')} in "
+                                   f"the header of a {len(ev)}-byte event (type {ev[4]})", fatal=True)
         return ev
+
+
+def split_run(run: bytes) -> list[bytes]:
+    """The events of a run from `ReplicationClient.runs()` (whose header lengths are checked), one bytes each."""
+    out: list[bytes] = []
+    p, n = 0, len(run)
+    while p < n:
+        q = p + _U32.unpack_from(run, p + 9)[0]
+        out.append(run[p:q])
+        p = q
+    return out

@@ -290,9 +290,14 @@ def test_relay_three_replicas_with_crashes(mariadb, binlogd, harness_dir: Path, 
         assert not _has_table(r, "flagged_only")
     assert _has_table(replicate, "flagged_only")
 
-    st = relay_status(relay)
-    assert (st["Slave_IO_Running"], st["Last_IO_Errno"], st["Master_Log_File"], int(st["Read_Master_Log_Pos"])) == (
-        "Yes", 0, end_file, end_pos)
+    def relay_at_end() -> dict[str, Any] | None:  # the upstream may add a BINLOG_CHECKPOINT after (end_file, end_pos)
+        st = relay_status(relay)
+        return st if (st["Slave_IO_Running"], st["Last_IO_Errno"], st["Master_Log_File"],
+                      int(st["Read_Master_Log_Pos"])) == ("Yes", 0, *upstream.master_status()) else None
+
+    st = upstream.wait_until(relay_at_end, timeout=30, interval=0.05,
+                             message=lambda: f"relay {relay_status(relay)} vs upstream {upstream.master_status()}")
+    assert (st["Master_Log_File"], int(st["Read_Master_Log_Pos"])) >= (end_file, end_pos)
     assert st["Using_Gtid"] == ("Slave_Pos" if upstream_gtid else "No")
     assert st["Gtid_IO_Pos"] == upstream.query("SELECT @@gtid_binlog_pos")[0][0]
     stored_equals_upstream(datadir, upstream)

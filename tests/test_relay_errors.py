@@ -19,10 +19,12 @@ import pytest
 from protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     FLAGS_OFFSET,
+    HEARTBEAT_LOG_EVENT,
     LOG_EVENT_IGNORABLE_F,
     ROTATE_EVENT,
 )
 from protocol.events import build_event, iter_binlog
+from protocol.groups import last_group_end
 from protocol.rewrite import fix_fde
 from server.binlog_writer import BinlogWriter
 from server.demo import write_demo_dir
@@ -293,6 +295,35 @@ def test_gap_or_overlap_refused(tmp_path: Path) -> None:
     mine[BIN_LOG_HEADER_SIZE + FLAGS_OFFSET] &= ~1  # the active file's in-use flag
     assert bytes(mine) == theirs
     assert st.w.end > end
+
+
+def test_runs_of_many_events_with_a_heartbeat_and_a_gap(tmp_path: Path) -> None:
+    """The upstream client hands storage runs of whole events back to back (one per socket read): the rotate, FDE
+    and a heartbeat inside a run are handled where they are; a gap refuses the run at that event, and the whole
+    groups before it are stored and published, the rest not."""
+    events, name = _stream(tmp_path)
+    st = _storage(tmp_path)
+    st.begin(1)
+    heartbeat = build_event(type_code=HEARTBEAT_LOG_EVENT, body=name.encode(), server_id=1, log_pos=0, flags=0x20,
+                            checksum=True)
+    half = len(events) // 2
+    head = events[:half]
+    with pytest.raises(RelayError, match="stored file ends at"):
+        st.feed([b"".join(head[:5]), b"".join([*head[5:8], heartbeat, *head[8:], *events[half + 1 :]])])  # no [half]
+    assert st.status.heartbeats == 1
+    st.abort()
+    kept = st.w.committed
+    assert st.w.store.end_of(name) == kept and (tmp_path / "relay" / name).stat().st_size == kept
+    src = (tmp_path / "src" / name).read_bytes()
+    gap = int.from_bytes(events[half][13:17], "little") - len(events[half])
+    assert half > 12 and kept == last_group_end(src[:gap]) > BIN_LOG_HEADER_SIZE + len(events[1])
+    rest = [e for e in events[1:] if int.from_bytes(e[13:17], "little") > kept]
+    st.begin(1)
+    fde = fix_fde(events[1], zero_log_pos=True, zero_created=True, checksum_alg=1)  # as a mid-file resume sends it
+    st.feed([_fake_rotate(name, kept) + fde + b"".join(rest[:3]), b"".join(rest[3:])])
+    mine = bytearray((tmp_path / "relay" / name).read_bytes())
+    mine[BIN_LOG_HEADER_SIZE + FLAGS_OFFSET] &= ~1
+    assert bytes(mine) == src and st.w.store.end_of(name) == len(mine)
 
 
 def _fake_rotate(name: str, pos: int) -> bytes:

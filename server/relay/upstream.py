@@ -7,7 +7,8 @@ heartbeats, file/pos from the stored end) and reports like one in SHOW SLAVE STA
 store, a full disk) stops it (`No`) with Last_IO_Errno/Last_IO_Error set, until START SLAVE.
 
 Received events go through a bounded queue (back-pressure on the upstream socket) to the writer thread in
-batches (`ReplicationClient.batches()`): one queue item per socket read and one thread hop per batch, not per event.
+runs (`ReplicationClient.runs()`: the whole events of one socket read, back to back): one queue item per socket
+read and one thread hop per batch of runs, no object per event.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from protocol.connection import ClientConfig, ReplicationClient, ReplicationError
+from protocol.connection import CR_MALFORMED_PACKET, ClientConfig, ReplicationClient, ReplicationError
 from protocol.constants import BIN_LOG_HEADER_SIZE
 
 from .status import (
@@ -39,10 +40,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("binlogd.relay")
 
-# received but not yet stored: bounded (batches of at most one 64 KiB socket read, or one large event), so a slow
+# received but not yet stored: bounded (runs of at most one 64 KiB socket read, or one large event), so a slow
 # disk slows the upstream socket down
-QUEUE_BATCHES = 64
-BATCH_EVENTS = 2048
+QUEUE_RUNS = 64
+BATCH_BYTES = 1 << 20  # runs handed to the writer thread at once (one write, one commit)
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_SLAVE_FATAL_ERROR = 1593
 
@@ -166,6 +167,11 @@ class UpstreamRelay:
                         self._stop_with(e.code, "Replication event checksum verification failed while reading "
                                                 f"from network. ({e.message})")
                         return
+                    if e.fatal and e.code == CR_MALFORMED_PACKET and st.io_running == "Yes":
+                        # an event the client refused (its length, a bad FDE): MariaDB's IO thread fails to queue it
+                        self._stop_with(ER_SLAVE_RELAY_LOG_WRITE_FAILURE, "Relay log write failure: could not "
+                                        f"queue event from master ({e.message})")
+                        return
                     if e.fatal:
                         self._stop_with(e.code, f"Got fatal error {e.code} from master when reading data from "
                                                 f"binary log: '{e.message}'")
@@ -235,19 +241,21 @@ class UpstreamRelay:
         await self._in_writer(self.storage.begin, client.checksum_alg_before_fd, gtid is not None)
         st.clear_error()
         st.io_running, st.io_state = "Yes", IO_WAITING
-        queue: asyncio.Queue[list[bytes] | BaseException | None] = asyncio.Queue(QUEUE_BATCHES)
+        queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(QUEUE_RUNS)
         pump = asyncio.create_task(self._pump(client, queue), name="relay-pump")
         try:
             while True:
                 item = await queue.get()
                 batch: list[bytes] = []
+                size = 0
                 end: BaseException | bool | None = False
                 while True:
                     if item is None or isinstance(item, BaseException):
                         end = item
                         break
-                    batch += item
-                    if len(batch) >= BATCH_EVENTS or queue.empty():
+                    batch.append(item)
+                    size += len(item)
+                    if size >= BATCH_BYTES or queue.empty():
                         break
                     item = queue.get_nowait()
                 if batch:
@@ -262,10 +270,10 @@ class UpstreamRelay:
                 await pump
 
     @staticmethod
-    async def _pump(client: ReplicationClient, queue: asyncio.Queue[list[bytes] | BaseException | None]) -> None:
+    async def _pump(client: ReplicationClient, queue: asyncio.Queue[bytes | BaseException | None]) -> None:
         try:
-            async for batch in client.batches():
-                await queue.put(batch)
+            async for run in client.runs():
+                await queue.put(run)
         except ReplicationError as e:
             await queue.put(e)
             return
