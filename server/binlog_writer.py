@@ -27,6 +27,7 @@ from protocol.constants import (
     HEADER_LEN,
     LOG_EVENT_BINLOG_IN_USE_F,
     MAX_EVENT_SIZE,
+    ROTATE_EVENT,
 )
 from protocol.groups import GroupTracker
 from protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
@@ -128,7 +129,7 @@ class BinlogWriter:
                 self._write_index(names)
                 continue
             alg = fde_checksum_alg(data[BIN_LOG_HEADER_SIZE:header_end])
-            good, state, has_list = self._scan_groups(data, header_end, alg)
+            good, state, has_list, last_rotate = self._scan_groups(data, header_end, alg)
             if not has_list and len(names) > 1:
                 # cut before its GTID_LIST: the state continues the previous file's
                 prev = names[-2]
@@ -144,10 +145,12 @@ class BinlogWriter:
                     os.fsync(f.fileno())
                 rep.truncated_from, rep.truncated_bytes = good, len(data) - good
             rep.file, rep.last_end, rep.checksum_alg, rep.state = name, good, alg, state
+            # a closing ROTATE whose file was never created stays unpublished until start_file creates it
+            publish = last_rotate if last_rotate is not None and last_rotate < good else good
             break
         self._names = names
         if names:
-            self._open_active(rep.last_end)
+            self._open_active(rep.last_end, publish)
         return rep
 
     @staticmethod
@@ -168,14 +171,16 @@ class BinlogWriter:
         return end
 
     @staticmethod
-    def _scan_groups(data: bytes, start: int, alg: int) -> tuple[int, BinlogState, bool]:
-        """End of the last whole group (every event's length and CRC checked), the GTID state there, and whether
-        the file had a GTID_LIST (without one, the state is only this file's GTIDs)."""
+    def _scan_groups(data: bytes, start: int, alg: int) -> tuple[int, BinlogState, bool, int | None]:
+        """End of the last whole group (every event's length and CRC checked), the GTID state there, whether
+        the file had a GTID_LIST (without one, the state is only this file's GTIDs), and where the last whole
+        group starts when it is a ROTATE (None otherwise)."""
         crc = CRC_LEN if alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
         tracker = GroupTracker()
         state = BinlogState()
         pending: Gtid | None = None  # the GTID of the group being read
         has_list = False
+        last_rotate: int | None = None
         p, n, good = start, len(data), start
         mv = memoryview(data)
         while n - p >= HEADER_LEN:
@@ -199,22 +204,23 @@ class BinlogWriter:
                     break
                 pending = Gtid(d, s, q)
             if tracker.feed(data, p, p + length, crc):
+                last_rotate = p if typ == ROTATE_EVENT else None
                 good = p + length
                 if pending is not None:
                     state.update(pending)
                     pending = None
             p += length
-        return good, state, has_list
+        return good, state, has_list, last_rotate
 
     # --- writing -------------------------------------------------------------------------------------
-    def _open_active(self, end: int) -> None:
+    def _open_active(self, end: int, published: int) -> None:
         name = self._names[-1]
         self._fd = os.open(self.directory / name, os.O_WRONLY)
         os.lseek(self._fd, end, os.SEEK_SET)
-        self._end = self._committed = end
+        self._end, self._committed = end, published
         # the active file carries the in-use flag until it is closed (a crash leaves it set, as MariaDB's does)
         os.pwrite(self._fd, bytes((self._fde_flags(name) | LOG_EVENT_BINLOG_IN_USE_F,)), _FDE_FLAGS_AT)
-        self.store.publish(name, end)
+        self.store.publish(name, published)
 
     def _fde_flags(self, name: str) -> int:
         with open(self.directory / name, "rb") as f:
@@ -237,7 +243,6 @@ class BinlogWriter:
             raise BinlogWriteError(f"cannot start binlog file {name!r}")
         if len(header) < HEADER_LEN or header[4] != FORMAT_DESCRIPTION_EVENT:
             raise BinlogWriteError("a binlog file must start with a format description event")
-        self._close_active()
         first = bytearray(BINLOG_MAGIC + header)
         first[_FDE_FLAGS_AT] |= LOG_EVENT_BINLOG_IN_USE_F  # outside the FDE's CRC by the checksum rule
         path = self.directory / name
@@ -248,6 +253,11 @@ class BinlogWriter:
         except BaseException:
             os.close(fd)
             raise
+        if self._fd is not None and self._end != self._committed:
+            # the active file's closing ROTATE, held back until the file it names exists: a replica that
+            # receives it and reconnects asks for that file (MariaDB writes both under one lock)
+            self._committed_for_good()
+        self._close_active()
         self._fd = fd
         self._end = self._committed = len(first)
         self._write_index([*self._names, name])
@@ -262,9 +272,15 @@ class BinlogWriter:
         return self._end
 
     def commit(self) -> None:
-        """Make everything written so far durable (per sync_binlog) and visible; wake waiting dumps."""
+        """Make everything written so far durable (per sync_binlog) and visible; wake waiting dumps.
+
+        A file's closing ROTATE is not committed by the caller: `start_file` publishes it with the next file."""
         if self._fd is None or self._end == self._committed:
             return
+        self._committed_for_good()
+
+    def _committed_for_good(self) -> None:
+        assert self._fd is not None
         if self.sync_binlog:
             self._commits_since_sync += 1
             if self._commits_since_sync >= self.sync_binlog:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from protocol.binlog_file import scan, verify
-from protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, GTID_EVENT, LOG_EVENT_BINLOG_IN_USE_F
+from protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, GTID_EVENT, LOG_EVENT_BINLOG_IN_USE_F, ROTATE_EVENT
 from protocol.groups import GroupTracker, last_group_end
 from protocol.gtid import Gtid, peek_gtid
 from server.binlog_writer import BinlogWriteError, BinlogWriter
@@ -207,3 +207,29 @@ def test_recovered_state_continues_the_previous_file_when_the_last_has_no_gtid_l
     assert rep.file == NAMES[1]
     d, s, n = gtids[-1]
     assert rep.state.last(d) == Gtid(d, s, n)
+
+
+def test_a_closing_rotate_is_published_with_the_file_it_names(tmp_path: Path) -> None:
+    """A replica that got a ROTATE and reconnects asks for the file it names: that file must exist by then,
+    also after a crash between the ROTATE and the new file."""
+    fde, groups = groups_of(DEMO[NAMES[0]])
+    assert groups[-1][4] == ROTATE_EVENT
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    w.start_file(NAMES[0], fde)
+    for g in groups[:-1]:
+        w.write(g)
+        w.commit()
+    before = w.store.end_of(NAMES[0])
+    w.write(groups[-1])  # the ROTATE, written but not committed by the caller
+    del w  # kill -9 here
+    w2 = BinlogWriter(tmp_path, "mysql-bin")
+    rep = w2.recover()
+    assert rep.last_end == before + len(groups[-1]) and w2.end == rep.last_end
+    assert w2.store.end_of(NAMES[0]) == before, "the ROTATE stays unpublished while its file does not exist"
+    fde2, _ = groups_of(DEMO[NAMES[1]])
+    w2.start_file(NAMES[1], fde2)
+    assert w2.store.end_of(NAMES[0]) == before + len(groups[-1])
+    assert w2.store.files() == NAMES
+    w2.close()
+    assert (tmp_path / NAMES[0]).read_bytes() == DEMO[NAMES[0]]

@@ -163,8 +163,7 @@ class BinlogFiles:
         nxt = self._next_name()
         body = encode_rotate(RotateBody(BIN_LOG_HEADER_SIZE, nxt.encode()))
         self.w.write(_events([(ROTATE_EVENT, body, 0)], self.w.end, int(self.clock()), self.server_id))
-        self.w.commit()
-        return self._start_next()
+        return self._start_next()  # publishes the ROTATE together with the file it names
 
     # --- purge ---------------------------------------------------------------------------------------
     def purge(self, to: str | None, before: str | None, in_use: set[str]) -> list[str]:
