@@ -7,8 +7,6 @@ checksums, and the applier's stored position (binlogd_apply.channel_position) mu
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -50,52 +48,13 @@ from protocol.events import (
     parse_header,
 )
 from tests.harness import MariaDB, free_port
+from tests.harness.applier import ApplierProc
+from tests.harness.binlogd import REPO_ROOT
 
-REPO = Path(__file__).resolve().parent.parent
 DBS = ("d1", "d2")
 
 
 # ---- the applier process -------------------------------------------------------------------------------------
-
-
-class ApplierProc:
-    """`python -m applier.cli ARGS` with its output in a log file; stopped (by PID) at the end of the test."""
-
-    def __init__(self, args: list[str], log_path: Path) -> None:
-        self.args = args
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> ApplierProc:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "applier.cli", *self.args], cwd=REPO, env=env,
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-        return self
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill9(self) -> None:
-        if self.alive:
-            assert self.proc is not None
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> int | None:
-        if self.proc is None:
-            return None
-        if self.alive:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill9()
-        return self.proc.returncode
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
 @pytest.fixture
@@ -437,11 +396,11 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
         ("--target=mysql://root@h:1", "--channel=a=mysql://h:1", "--replicate-rewrite-db=nodelimiter"): "",
     }
     for args, text in cases.items():
-        r = subprocess.run([sys.executable, "-m", "applier.cli", *args], cwd=REPO, capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-m", "applier.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
                            timeout=30)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert text in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
-    r = subprocess.run([sys.executable, "-m", "applier.cli", "--help"], cwd=REPO, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "applier.cli", "--help"], cwd=REPO_ROOT, capture_output=True, text=True,
                        timeout=30)
     assert r.returncode == 0 and "FILTER_ON_SLAVE" in r.stdout and "--replicate-wild-do-table" in r.stdout
 

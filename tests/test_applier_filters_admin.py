@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pymysql
 import pytest
 
-from tests.harness.binlogd import REPO_ROOT
+from tests.harness.applier import running_applier
 from tests.harness.mariadb import HOST, find_binary, free_port, wait_until
 
 SO, SOC = "STARTUP_OPTIONS", "STARTUP_OPTIONS_FOR_CHANNEL"
@@ -30,13 +29,13 @@ CRF, CRFC = "CHANGE_REPLICATION_FILTER", "CHANGE_REPLICATION_FILTER_FOR_CHANNEL"
 def applier_process(args: list[str], log_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`python -m applier.cli ARGS --admin-port P`, ready when the admin port answers; stopped by PID."""
     port = free_port()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "applier.cli", *args, "--admin-port", str(port)],
-                                cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with running_applier([*args, "--admin-port", str(port)], log_path) as p:
+        proc = p.proc
+        assert proc is not None
+
         def up() -> bool:
             if proc.poll() is not None:
-                raise AssertionError(f"binlogd-apply exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+                raise AssertionError(f"binlogd-apply exited {proc.returncode}:\n{p.log()[-3000:]}")
             try:
                 pymysql.connect(host=HOST, port=port, user="root").close()
                 return True
@@ -45,13 +44,6 @@ def applier_process(args: list[str], log_path: Path) -> Iterator[tuple[subproces
 
         wait_until(up, 20, 0.05, "the admin port")
         yield proc, port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def cli(port: int, sql: str) -> tuple[int, list[list[str]], str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ import pymysql
 import pytest
 
 from applier.filters import FilterRegistry, FilterType
-from tests.harness.binlogd import REPO_ROOT
+from tests.harness.applier import running_applier
 from tests.harness.mariadb import HOST, MariaDB, free_port, wait_until
 
 pytestmark = pytest.mark.mariadb
@@ -279,21 +278,13 @@ def wait_replica(w: World, timeout: float = 60.0) -> dict[str, dict]:
 def run_applier(w: World, cfg: Config) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
     admin_port = free_port()
     log_path = w.log_dir / f"apply-{cfg.name}.log"
-    cmd = [sys.executable, "-m", "applier.cli", "--target", f"mysql://root@{HOST}:{w.target.port}",
-           *[a for chan, prim in w.p.items() for a in ("--channel", f"{chan}=mysql://root@{HOST}:{prim.port}")],
-           *[f"--{ftype.option}={raw}" for ftype, raw in cfg.options],
-           f"--replicate-events-marked-for-skip={cfg.skip_mode}", "--admin-port", str(admin_port)]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        yield proc, admin_port, log_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    args = ["--target", f"mysql://root@{HOST}:{w.target.port}",
+            *[a for chan, prim in w.p.items() for a in ("--channel", f"{chan}=mysql://root@{HOST}:{prim.port}")],
+            *[f"--{ftype.option}={raw}" for ftype, raw in cfg.options],
+            f"--replicate-events-marked-for-skip={cfg.skip_mode}", "--admin-port", str(admin_port)]
+    with running_applier(args, log_path) as p:
+        assert p.proc is not None
+        yield p.proc, admin_port, log_path
 
 
 def wait_applier(w: World, proc: subprocess.Popen[bytes], admin_port: int, log_path: Path,
