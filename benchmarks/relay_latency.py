@@ -57,6 +57,7 @@ from .dump_throughput import (
     _progress,
     build_binlogs,
     client_command,
+    cpu_seconds,
 )
 
 DEFAULT_EVENTS = 300_000
@@ -127,12 +128,6 @@ def upstream_dump_rate(upstream: MariaDB, binary: str, out: Path) -> float:
     return time.monotonic() - t0
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process `pid` so far (all its threads), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def received_bytes(upstream: MariaDB, st: dict[str, Any]) -> int:
     """Bytes of the upstream's binlog the relay has received (files before Master_Log_File, plus its position)."""
     done = 0
@@ -153,7 +148,7 @@ def relay_catch_up(upstream: MariaDB, datadir: Path, log_path: Path,
     target = upstream.master_status()
     conn = relay.connect()  # one polling connection: its cost is kept out of the relay's CPU figure
     try:
-        cpu0 = process_cpu_s(relay.pid)
+        cpu0 = cpu_seconds(relay.pid)
         bytes0 = received_bytes(upstream, relay_status(relay, conn))
         with _progress(console) as progress:
             task = progress.add_task("relay catching up", total=None)
@@ -170,7 +165,7 @@ def relay_catch_up(upstream: MariaDB, datadir: Path, log_path: Path,
         done = time.time()
     finally:
         conn.close()
-    cpu = process_cpu_s(relay.pid) - cpu0
+    cpu = cpu_seconds(relay.pid) - cpu0
     total = sum(size for _, size in upstream.binary_logs())
     return relay, done - _log_time(relay.log_text(), "requesting binlog dump"), cpu / max(1, total - bytes0)
 

@@ -44,7 +44,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pymysql
@@ -56,8 +55,10 @@ from benchmarks.dump_throughput import (
     RESULTS_DIR,
     _dir,
     _git_commit,
+    _on_sigterm,
     _progress,
     _short,
+    _Terminated,
     cpu_seconds,
     machine_busy_seconds,
 )
@@ -354,14 +355,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-top", type=int, default=25, help="entries per profile ranking (default 25)")
     p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     return p
-
-
-class _Terminated(Exception):
-    pass
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise _Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
