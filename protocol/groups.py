@@ -16,7 +16,6 @@ from .constants import (
     HEADER_LEN,
     INTVAR_EVENT,
     LOG_EVENT_IGNORABLE_F,
-    QUERY_COMPRESSED_EVENT,
     QUERY_EVENT,
     RAND_EVENT,
     TABLE_MAP_EVENT,
@@ -30,12 +29,14 @@ PART_OF_GROUP = frozenset({GTID_EVENT, INTVAR_EVENT, RAND_EVENT, USER_VAR_EVENT,
 
 _OUTSIDE, _STANDALONE, _TRANSACTION = 0, 1, 2
 _QUERY_POST_HEADER = 13  # thread_id 4, exec_time 4, db_len 1, error_code 2, status_vars_len 2
+_BEGIN = (b"BEGIN",)
 _ENDS_TRANSACTION = (b"COMMIT", b"ROLLBACK")
 _ENDS_XA = (b"XA COMMIT", b"XA ROLLBACK")
 
 
-def query_text(ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int) -> bytes | None:
-    """The statement of an uncompressed QUERY event at ev[pos:end] (None when the body is too short)."""
+def _statement_head(ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int, n: int) -> bytes | None:
+    """The first `n` bytes of an uncompressed QUERY event's statement (whole when shorter), without copying the
+    rest of a long statement (None when the body is too short)."""
     body = pos + HEADER_LEN
     if end - crc_len - body < _QUERY_POST_HEADER:
         return None
@@ -43,7 +44,17 @@ def query_text(ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: 
     status_len = ev[body + 11] | (ev[body + 12] << 8)
     start = body + _QUERY_POST_HEADER + status_len + db_len + 1
     stop = end - crc_len
-    return bytes(ev[start:stop]) if start <= stop else None
+    return bytes(ev[start : min(stop, start + n)]) if start <= stop else None
+
+
+def _statement_is(ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int, words: tuple[bytes, ...],
+                  prefixes: tuple[bytes, ...] = ()) -> bool:
+    """Is the statement exactly one of `words`, or does it start with one of `prefixes`?"""
+    longest = max(len(w) for w in (*words, *prefixes))
+    head = _statement_head(ev, pos, end, crc_len, longest + 1)  # one byte more: "COMMIT" is not "COMMITX"
+    if head is None:
+        return False
+    return head in words or head.startswith(prefixes)
 
 
 class GroupTracker:
@@ -73,7 +84,7 @@ class GroupTracker:
             return False
         state = self.state
         if state == _OUTSIDE:
-            if typ == QUERY_EVENT and query_text(ev, pos, end, crc_len) == b"BEGIN":
+            if typ == QUERY_EVENT and _statement_is(ev, pos, end, crc_len, _BEGIN):
                 self.state = _TRANSACTION
                 return False
             return True
@@ -86,11 +97,9 @@ class GroupTracker:
         if typ in (XID_EVENT, XA_PREPARE_LOG_EVENT):
             self.state = _OUTSIDE
             return True
-        if typ in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
-            q = query_text(ev, pos, end, crc_len) if typ == QUERY_EVENT else None
-            if q is not None and (q in _ENDS_TRANSACTION or q.startswith(_ENDS_XA)):
-                self.state = _OUTSIDE
-                return True
+        if typ == QUERY_EVENT and _statement_is(ev, pos, end, crc_len, _ENDS_TRANSACTION, _ENDS_XA):
+            self.state = _OUTSIDE
+            return True
         return False
 
 
