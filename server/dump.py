@@ -350,8 +350,13 @@ class DumpStream:
             empty = check_start_position(requested, binlog, p.gtid_ignore_duplicates)
         except GtidStartError as e:
             raise DumpError(e.text(), suffix=False) from e
+        fallback = None
         for name in reversed(names):
             head = self.store.head(name)
+            if not head.complete:
+                # the active file's GTID_LIST is not written yet: an earlier file is acceptable whenever it is
+                fallback = name
+                continue
             if head.gtid_list is None or file_acceptable(requested, head.gtid_list):
                 for g in head.gtid_list or []:
                     if requested.get(g.domain) == g:
@@ -359,6 +364,10 @@ class DumpStream:
                 self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty)
                 self.file = name
                 return name
+        if fallback is not None:  # nothing earlier: a file that has no GTID_LIST so far is accepted, like MariaDB
+            self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty)
+            self.file = fallback
+            return fallback
         raise DumpError(NOT_FOUND_ANY_FILE, suffix=False)
 
     # --- main loop ------------------------------------------------------------------------------------------

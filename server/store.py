@@ -49,6 +49,7 @@ class FileHead:
     checksum_alg: int
     fde_end: int
     gtid_list: list[Gtid] | None  # None for a file without GTID_LIST (pre-10.0)
+    complete: bool = True  # False: the active file holds only its FDE so far (what follows is not known yet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +203,7 @@ class BinlogStore:
         cached = self._heads.get(name)
         if cached is not None:
             return cached
+        closed = not self.is_active(name)  # before the read: a closed file's bytes are final
         with open(self.path(name), "rb") as f:
             data = f.read(64 * 1024)
         if data[:4] != BINLOG_MAGIC:
@@ -220,8 +222,10 @@ class BinlogStore:
                 gl, _ = peek_gtid_list(data, ev.pos, ev.end - (4 if alg else 0))
             complete = True
             break
-        h = FileHead(alg, fde.end, gl)
-        if complete or not self.is_active(name):
+        if not complete and closed:
+            complete = True  # a closed file that ends after its FDE: it has no GTID_LIST
+        h = FileHead(alg, fde.end, gl, complete)
+        if complete:
             self._heads[name] = h
         return h
 
@@ -260,7 +264,8 @@ class BinlogStore:
             else:
                 _, start, state = cached
             ends = self._add_gtids(name, start, end, state)
-            self._state_cache = (name, ends[-1] if ends else start, state)
+            # a file whose head is not complete yet may still get its GTID_LIST: not cached then
+            self._state_cache = (name, ends[-1] if ends else start, state) if self.head(name).complete else None
             return state.copy()
 
     def gtid_state_at(self, name: str, pos: int) -> BinlogState | None:

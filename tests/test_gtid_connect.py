@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from protocol.commands import build_binlog_dump
+from protocol.constants import GTID_EVENT
+from protocol.events import iter_binlog
 from tests.dumpclient import DumpCapture, raw_dump
 from tests.oracle_data import ORACLE
 
@@ -129,3 +131,19 @@ def _canonical(ev: bytes) -> bytes | tuple[bytes, frozenset[tuple[int, int, int]
     (count,) = struct.unpack_from("<I", ev, 19)
     gtids = frozenset(struct.unpack_from("<IIQ", ev, 23 + 16 * i) for i in range(count & 0x0FFFFFFF))
     return ev[:19], gtids
+
+
+def test_gtid_start_never_lands_in_a_file_that_holds_only_its_fde(tmp_path: Path, binlogd) -> None:
+    """A file whose GTID_LIST is not written yet (the active file right after its FDE) is not taken for a file
+    without GTID_LIST: an empty GTID position starts in the first file and gets every transaction."""
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for f in FILES:
+        shutil.copy(f, d)
+    fde_len = struct.unpack_from("<I", FILES[1].read_bytes(), 4 + 9)[0]
+    (d / "mysql-bin.000003").write_bytes(FILES[1].read_bytes()[: 4 + fde_len])
+    ours = binlogd(["--binlog-dir", str(d), "--server-id", "1", "--compat", "mariadb"])
+    got = _dump(ours, "", 0, 0)
+    assert got.error is None and got.events[0][27:43] == b"mysql-bin.000001"
+    want = sum(1 for f in FILES for _, ev in iter_binlog(f.read_bytes()) if ev[4] == GTID_EVENT)
+    assert sum(1 for e in got.events if e[4] == GTID_EVENT) == want > 0

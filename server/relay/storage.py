@@ -27,6 +27,7 @@ from protocol.constants import (
     EVENT_TYPE_NAMES,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
+    GTID_LIST_EVENT,
     HEADER_LEN,
     HEARTBEAT_LOG_EVENT,
     LOG_EVENT_ARTIFICIAL_F,
@@ -100,6 +101,9 @@ class RelayStorage:
         self.file: str | None = writer.active
         self.end = writer.end if self.file else 0  # position after the last event received (incl. pending)
         self.new_file: str | None = None  # announced by a fake ROTATE, created by the FDE that follows
+        # the new file's FDE, held until the event after it: a MariaDB file is created with its GTID_LIST (a GTID
+        # start must never see the file without the GTID state it starts from)
+        self.new_fde: bytes | None = None
         self.session_alg = BINLOG_CHECKSUM_ALG_CRC32
         self.alg: int | None = None
         self.state = state.copy() if state is not None else BinlogState()
@@ -143,7 +147,7 @@ class RelayStorage:
             self.spilled = self.rotate_pending = False
         self.tracker.reset()
         self._pending_gtids.clear()
-        self.new_file = None
+        self.new_file = self.new_fde = None
         self.end = self.w.end if self.file else 0
         self.status.read_pos = self.end
         self.status.caught_up = True
@@ -245,6 +249,15 @@ class RelayStorage:
         if typ == FORMAT_DESCRIPTION_EVENT:
             self._fde(ev, log_pos)
             return False
+        if self.new_fde is not None:
+            fde, self.new_fde = self.new_fde, None
+            if typ == GTID_LIST_EVENT and not flags & LOG_EVENT_ARTIFICIAL_F:
+                if log_pos != BIN_LOG_HEADER_SIZE + len(fde) + len(ev):
+                    raise _refuse(f"GTID_LIST of {self.new_file} with log_pos {log_pos}")
+                self._start_file(fde + ev)
+                return False
+            self._start_file(fde)  # a file without GTID_LIST (an upstream before 10.0): stored as it comes
+            return self._special(ev, typ, server_id, log_pos, flags)
         if self.new_file is not None:
             raise _refuse(f"{EVENT_TYPE_NAMES.get(typ, typ)} event before the format description of "
                           f"{self.new_file}")
@@ -285,6 +298,7 @@ class RelayStorage:
         if self.gtid_session and first and self.file is not None and name != self.file:
             raise FilePosNeeded(f"the GTID start is in {name}, binlogd's active file is {self.file}")
         self.dedupe_until = 0  # positions are per file
+        self.new_fde = None
         if name == self.file:
             if self.gtid_session and first and pos <= self.end:
                 self.dedupe_until = self.end
@@ -300,6 +314,21 @@ class RelayStorage:
         self.status.read_pos = pos
         self.alg = None  # the FDE that follows says
 
+    def _start_file(self, head: bytes) -> None:
+        """Create the announced file with its head (FDE, and GTID_LIST when there is one), committed at once."""
+        assert self.new_file is not None
+        self._flush()  # the previous file's last groups (start_file drops uncommitted bytes)
+        self.w.start_file(self.new_file, head)  # publishes the previous file's ROTATE too
+        self.rotate_pending = False
+        self.status.stored_bytes += BIN_LOG_HEADER_SIZE + len(head)
+        log.info("relay: new binlog file %s (from the upstream, checksum %s)", self.new_file,
+                 "CRC32" if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else "NONE")
+        self.file, self.new_file = self.new_file, None
+        self.end = self.w.end
+        self.tracker.reset()
+        self._published()
+        self.status.read_pos = self.end
+
     def _fde(self, ev: bytes, log_pos: int) -> None:
         try:
             alg = fde_checksum_alg(ev)
@@ -310,18 +339,8 @@ class RelayStorage:
                 raise FilePosNeeded(f"the upstream sent {self.new_file}'s format description with log_pos 0")
             if log_pos != BIN_LOG_HEADER_SIZE + len(ev):
                 raise _refuse(f"format description of {self.new_file} with log_pos {log_pos}")
-            self._flush()  # the previous file's last groups (start_file drops uncommitted bytes)
-            self.w.start_file(self.new_file, ev)  # publishes the previous file's ROTATE too
-            self.rotate_pending = False
-            self.status.stored_bytes += BIN_LOG_HEADER_SIZE + len(ev)
-            log.info("relay: new binlog file %s (from the upstream, checksum %s)", self.new_file,
-                     "CRC32" if alg == BINLOG_CHECKSUM_ALG_CRC32 else "NONE")
-            self.file, self.new_file = self.new_file, None
-            self.end = self.w.end
-            self.tracker.reset()
+            self.new_fde = ev
             self.alg = alg
-            self._published()
-            self.status.read_pos = self.end
             return
         if self.file is None:
             raise _refuse("format description before any ROTATE")
