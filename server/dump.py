@@ -32,7 +32,7 @@ from protocol.constants import (
     MAX_PACKET_PAYLOAD,
     START_ENCRYPTION_EVENT,
 )
-from protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy
+from protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy
 from protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
 from protocol.packets import eof_packet, err_packet, frame
 from protocol.rewrite import (
@@ -155,7 +155,13 @@ class DumpStream:
         self._conn_logged = False
         self._acc = (jstr(params.file), params.pos)  # end of the last non-fake record handed over (file as JSON)
         self._fj = NULL  # the current file's name as JSON text (records carry it so)
-        self._whys: list[str] = [jstr(w) for w in self.table.reasons]  # the table's `why`, as JSON text
+        # the table's `why` as JSON text, by its `reasons` index (type | 0x100 flagged | 0x200 standalone GTID)
+        self._whys: list[str] = [jstr(w) for w in self.table.reasons]
+        # by the hot loop's index (type | 0x100 when flagged): a hole that a type rule makes (stays in the send run)
+        self._pol_hole = [self.table.by_type_and_skip_flag[i] == Action.HOLE and self.table.reasons[i] == WHY_CAPABILITY
+                          for i in range(0x200)]
+        # by the table's `reasons` index (+ 0x200 for a standalone GTID): any action a type rule gives
+        self._pol_any = [w == WHY_CAPABILITY for w in self.table.reasons]
         self._skip_hole = False  # the last _gtid_start_decide HOLE was a group the replica has
         # the ledger's `gtid` of withheld events: the GTID of the last GTID event not sent as stored, valid while
         # no event has been sent since when this replica may get GTID events as stored (capability 4)
@@ -253,8 +259,10 @@ class DumpStream:
             "error_code": err[0] if err else None, "error": err[1] if err else None,
             "events": st.events_sent - st.heartbeats, "heartbeats": st.heartbeats, "bytes": st.bytes_sent})
 
-    def _close_run(self, mv: memoryview, base: int, run_p: int, p: int, count: int) -> None:
-        """The `sent` record of the run of events sent as stored in mv[run_p:p] (nothing when empty)."""
+    def _close_run(self, mv: memoryview, base: int, run_p: int, p: int, count: int, policy: int = 0,
+                   hole_bytes: int = 0) -> None:
+        """The `sent` record of the run mv[run_p:p] (nothing when empty): `count` events, `policy` of them not sent
+        as stored by a type rule of the connection (why "capability"), `hole_bytes` of those left out."""
         if p <= run_p:
             return
         typ: int | str = NULL
@@ -262,7 +270,7 @@ class DumpStream:
         if count == 1:
             typ, _, flags = _PEEK.unpack_from(mv, run_p)
         self._recs.append((self._fj, base + run_p, base + p, count, p - run_p, "sent", NULL, typ, flags, NULL,
-                           p - run_p))
+                           p - run_p - hole_bytes, policy))
 
     def _close_withheld(self, base: int, p: int, end: int, n: int, action: str, why: str, typ: int, flags: int,
                         gtid: str) -> None:
@@ -271,9 +279,9 @@ class DumpStream:
         length = end - p
         sent = 0 if action == "hole" else length
         if n == 1:
-            self._recs.append((self._fj, base + p, base + end, 1, length, action, why, typ, flags, gtid, sent))
+            self._recs.append((self._fj, base + p, base + end, 1, length, action, why, typ, flags, gtid, sent, 0))
         else:
-            self._recs.append((self._fj, base + p, base + end, n, length, action, why, NULL, NULL, NULL, sent))
+            self._recs.append((self._fj, base + p, base + end, n, length, action, why, NULL, NULL, NULL, sent, 0))
 
     def _group_gtid(self, mv: memoryview, p: int, typ: int, contiguous: bool) -> str:
         """The `gtid` (JSON text) of an event at mv[p] not sent as stored; `contiguous`: the event before it was
@@ -393,7 +401,7 @@ class DumpStream:
         self.stats.fakes += 1
         if self.ledger is not None:
             self._fj = jstr(name)
-            self._recs.append((self._fj, pos, pos, 1, 0, "fake", '"rotate"', ev[4], 0x20, NULL, len(ev)))
+            self._recs.append((self._fj, pos, pos, 1, 0, "fake", '"rotate"', ev[4], 0x20, NULL, len(ev), 0))
             self._gtid, self._chain = None, False  # group tracking is per file
         try:
             f = open(self.store.path(name), "rb")  # noqa: SIM115 - closed in finally; reads go to a thread
@@ -435,7 +443,7 @@ class DumpStream:
         if self.ledger is not None:
             (fde_flags,) = struct.unpack_from("<H", fde, 17)
             self._recs.append((self._fj, BIN_LOG_HEADER_SIZE, fde_end, 1, fde_len, "sent", NULL,
-                               FORMAT_DESCRIPTION_EVENT, fde_flags, NULL, fde_len))
+                               FORMAT_DESCRIPTION_EVENT, fde_flags, NULL, fde_len, 0))
         # START_ENCRYPTION right after the FDE: binlogd cannot decrypt (and must never forward ciphertext)
         if len(head) >= fde_end + HEADER_LEN and head[fde_end + 4] == START_ENCRYPTION_EVENT:
             self.last_event_pos = fde_end
@@ -574,14 +582,20 @@ class DumpStream:
         sent = events = holes = 0
         sent_end = -1  # end offset (in buf) of the last event the replica got
         self._need = 0
-        # audit ledger: the current run of sends is only its start (run_p) and the `sent` count there (run_sent);
-        # events sent as stored cost nothing more. Withheld or rewritten events coalesce the same way: the open run
-        # of them is nw events from nw_p to run_p with one (action, why); an event extending it costs a compare and
-        # a count, a record (a tuple) is only built when the run closes (other action/why, a send, chunk end)
+        # audit ledger: the current run of sends is only its start (run_p) and the counters there (run_sent, run_n:
+        # events sent as stored, all events); events sent as stored cost nothing more. Events a type rule of the
+        # connection withholds or rewrites (why "capability": ANNOTATE_ROWS, GTID -> BEGIN, ...) stay inside that
+        # run: its `policy` count is derived from the counters, a policy hole costs one add (`pol_holes`: the bytes
+        # left out), and the audit recomputes which events they were from the binlog and decide(). Events withheld
+        # for another reason (skip_replication, a GTID start) coalesce the same way: the open run of them is nw
+        # events from nw_p to run_p with one (action, why); an event extending it costs a compare and a count, a
+        # record (a tuple) is only built when the run closes (other action/why, a send, chunk end)
         ledger = self.ledger is not None
         recs = self._recs if ledger else None
         whys = self._whys
-        run_p = run_sent = 0
+        pol_hole, pol_any = self._pol_hole, self._pol_any
+        pol_holes = 0
+        run_p = run_sent = run_n = 0
         nw = nw_p = nw_typ = nw_flags = 0
         nw_a = nw_why = nw_gtid = NULL
         chain = self._chain  # for an event at run_p == 0: was the event before this chunk not sent as is?
@@ -593,13 +607,18 @@ class DumpStream:
                         end = p + length
                         if end > n or length < HEADER_LEN or length >= _BIG:  # > 16 MiB: several packets
                             break
-                        a = actions[typ | (flags >> 7 & 0x100)]
+                        i = typ | (flags >> 7 & 0x100)
+                        a = actions[i]
                         if a:
                             if a != _HOLE:
                                 break
                             holes += 1
                             if recs is not None:  # holes coalesce (never any cost per event sent)
-                                w = whys[typ | (flags >> 7 & 0x100)]
+                                if pol_hole[i]:  # a type rule: part of the run of sends
+                                    pol_holes += length
+                                    p = end
+                                    continue
+                                w = whys[i]
                                 if nw and p == run_p and w == nw_why and nw_a == "hole":
                                     nw += 1  # extends the open run
                                     if typ == GTID_EVENT:
@@ -609,11 +628,14 @@ class DumpStream:
                                         self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags,
                                                              nw_gtid)
                                     if p > run_p:
-                                        self._close_run(mv, base, run_p, p, sent - run_sent)
+                                        k = sent + holes + events - 1 - run_n
+                                        self._close_run(mv, base, run_p, p, k, k - sent + run_sent, pol_holes)
+                                        pol_holes = 0
                                     nw, nw_p, nw_a, nw_why, nw_typ, nw_flags = 1, p, "hole", w, typ, flags
                                     nw_gtid = self._group_gtid(mv, p, typ, p == run_p and (p > 0 or chain))
                                 run_p = end
                                 run_sent = sent
+                                run_n = sent + holes + events
                             p = end
                             continue
                         out += pack((length + 1) | (seq << 24), 0)
@@ -653,28 +675,42 @@ class DumpStream:
                 else:
                     holes += 1
                 if ledger and a != _SEND:
-                    aname, w = _ACTION_NAME[a], self._why(mv, p, end, typ, flags)
-                    if nw and p == run_p and w == nw_why and nw_a == aname:
-                        nw += 1
+                    i = typ | (flags >> 7 & 0x100)
+                    if typ == GTID_EVENT and end - p > HEADER_LEN + 12 and mv[p + HEADER_LEN + 12] & 1:
+                        i |= 0x200  # a standalone GTID
+                    if pol_any[i] and not self._skip_hole:  # a type rule: part of the run of sends
+                        if a == _HOLE:
+                            pol_holes += length
                         if typ == GTID_EVENT:
-                            self._group_gtid(mv, p, typ, True)
+                            self._gtid = None  # a new group, its GTID not looked at (explicit records say null)
                     else:
-                        if nw:
-                            self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
-                        contiguous = p == run_p and (p > 0 or chain)
-                        self._close_run(mv, base, run_p, p, sent - run_sent)
-                        nw, nw_p, nw_a, nw_why, nw_typ, nw_flags = 1, p, aname, w, typ, flags
-                        nw_gtid = self._group_gtid(mv, p, typ, contiguous)
-                    run_p = end
-                    run_sent = sent
+                        aname, w = _ACTION_NAME[a], '"gtid_start"' if self._skip_hole else whys[i]
+                        if nw and p == run_p and w == nw_why and nw_a == aname:
+                            nw += 1
+                            if typ == GTID_EVENT:
+                                self._group_gtid(mv, p, typ, True)
+                        else:
+                            if nw:
+                                self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
+                            contiguous = p == run_p and (p > 0 or chain)
+                            k = sent + holes + events - 1 - run_n
+                            self._close_run(mv, base, run_p, p, k, k - sent + run_sent, pol_holes)
+                            pol_holes = 0
+                            nw, nw_p, nw_a, nw_why, nw_typ, nw_flags = 1, p, aname, w, typ, flags
+                            nw_gtid = self._group_gtid(mv, p, typ, contiguous)
+                        run_p = end
+                        run_sent = sent
+                        run_n = sent + holes + events
                 p = end
                 if self.skipper is not None and self.skipper.take_fake_list():
                     if ledger:
                         if nw:
                             self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
                             nw = 0
-                        self._close_run(mv, base, run_p, p, sent - run_sent)
-                        run_p, run_sent = p, sent
+                        k = sent + holes + events - run_n
+                        self._close_run(mv, base, run_p, p, k, k - sent + run_sent, pol_holes)
+                        pol_holes = 0
+                        run_p, run_sent, run_n = p, sent, sent + holes + events
                     self.seq = seq
                     await self._send_fake_list(base + p, "gtid_start")
                     seq = self.seq
@@ -685,7 +721,8 @@ class DumpStream:
             if ledger:
                 if nw:  # runs never cross a chunk end
                     self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
-                self._close_run(mv, base, run_p, p, sent - run_sent)
+                k = sent + holes + events - run_n
+                self._close_run(mv, base, run_p, p, k, k - sent + run_sent, pol_holes)
                 if p:
                     self._chain = run_p == p
             self.seq = seq
@@ -698,14 +735,6 @@ class DumpStream:
         self.pos = base + p
         self.last_event_pos = self.last_byte = base + p
         return p
-
-    def _why(self, mv: memoryview, p: int, end: int, typ: int, flags: int) -> str:
-        """The ledger's `why` (JSON text) of one event not sent as stored: the decision table's or the GTID
-        start's."""
-        if self._skip_hole:
-            return '"gtid_start"'
-        standalone = typ == GTID_EVENT and end - p > HEADER_LEN + 12 and bool(mv[p + HEADER_LEN + 12] & 1)
-        return jstr(self.table.why(typ, flags, standalone))
 
     def _gtid_action(self, mv: memoryview, p: int, end: int, flags: int, base: int) -> int:
         """The answer for a GTID event whose action depends on its FL_STANDALONE bit."""
@@ -752,7 +781,7 @@ class DumpStream:
         self._put_event(ev)
         self.stats.fakes += 1
         if self.ledger is not None:
-            self._recs.append((self._fj, log_pos, log_pos, 1, 0, "fake", jstr(why), ev[4], 0x20, NULL, len(ev)))
+            self._recs.append((self._fj, log_pos, log_pos, 1, 0, "fake", jstr(why), ev[4], 0x20, NULL, len(ev), 0))
 
     def _rewrite(self, action: int, ev: memoryview, pos: int) -> None:
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32

@@ -35,13 +35,13 @@ _SEQ_RE = re.compile(rb'"seq":(\d+)')
 _CONN_RE = re.compile(rb'"conn":(\d+)')
 
 # One `ev` record as the dump builds it: (file, start, end, count, length, action, why, type, flags, gtid,
-# sent_length), a plain tuple whose string and nullable values are already JSON text (`jstr(file)`, `jstr(why)`,
+# sent_length, policy), a plain tuple whose string and nullable values are already JSON text (`jstr(file)`, `jstr(why)`,
 # `jstr(gtid)`, an int or NULL for type/flags): the event loop pays for little more than its creation, and the
 # writer formats a whole batch with C-level iteration (one `%` per record, no Python code per record).
-EvRecord = tuple[str, int, int, int, int, str, str, "int | str", "int | str", str, int]
+EvRecord = tuple[str, int, int, int, int, str, str, "int | str", "int | str", str, int, int]
 NULL = "null"
 _EV = ('{{"r":"ev","seq":%d,"conn":{conn},"ts_us":{ts},"file":%s,"start":%d,"end":%d,"count":%d,"length":%d,'
-       '"action":"%s","why":%s,"type":%s,"flags":%s,"gtid":%s,"sent_length":%d}}\n')
+       '"action":"%s","why":%s,"type":%s,"flags":%s,"gtid":%s,"sent_length":%d,"policy":%d}}\n')
 
 
 class LedgerError(Exception):

@@ -12,7 +12,7 @@ from . import checks
 from .binlog_source import BinlogSourceError, list_files
 from .ledger import LedgerError, ledger_files, read_ledger
 
-STEPS = ("binlog", "ledger", "connections", *(f"check {i}" for i in range(1, 11)))
+STEPS = ("binlog", "ledger", "connections", "policy runs", *(f"check {i}" for i in range(1, 11)))
 
 
 class AuditError(Exception):
@@ -79,6 +79,8 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
                             torn=lf.torn, relays=relays)
     findings += checks.load_connections(data)
     progress("connections")
+    findings += checks.expand_policy_runs(data)
+    progress("policy runs")
     findings += checks.check_coverage(data)
     progress("check 1")
     rules = checks.check_rules(data)
@@ -147,6 +149,8 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     }
     E.unpersist()
     L.unpersist()
+    if data.ledger is not L:
+        data.ledger.unpersist()
     for df in relays.values():
         df.unpersist()
     return AuditResult(summary, findings, tl)

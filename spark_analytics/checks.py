@@ -29,7 +29,7 @@ from protocol.constants import (
     START_ENCRYPTION_EVENT,
     USER_VAR_EVENT,
 )
-from protocol.decision import Action, Compat, ReplicaPolicy, clamp_capability, decide
+from protocol.decision import WHY_CAPABILITY, Action, Compat, ReplicaPolicy, clamp_capability, explain
 
 FINDING_DDL = "`check` INT, severity STRING, connection_id BIGINT, file STRING, pos BIGINT, message STRING"
 CHECK_NAMES = {
@@ -85,13 +85,14 @@ class Connection:
 class AuditData:
     spark: Any
     events: Any  # E: binlog events (binlog_source COLUMNS)
-    ledger: Any  # all ledger records
+    ledger: Any  # the ev/conn/close records the checks read: policy runs expanded (`expand_policy_runs`)
     files: list[str]  # binlog files in order
     file_stats: dict[str, dict[str, int]]  # file -> {"events", "end", "bytes"}
     binlog_dir: Path
     connections: list[Connection] = field(default_factory=list)
     torn: list[tuple[str, int, int]] = field(default_factory=list)
     relays: dict[str, Any] = field(default_factory=dict)  # replica server_id (text) -> relay events DataFrame
+    raw_ledger: Any = None  # the records as read (check 10's seq test); None: same as `ledger`
 
 
 def _F() -> Any:
@@ -184,8 +185,9 @@ def files_df(data: AuditData) -> Any:
     return F.broadcast(data.spark.createDataFrame(rows, "file STRING, fi INT, file_end BIGINT"))
 
 
-def rule_table(data: AuditData) -> Any:
-    """(policy_id, type, flagged, standalone) -> expected action, for every non-send answer of decide()."""
+def rule_table(data: AuditData, why: str | None = None) -> Any:
+    """(policy_id, type, flagged, standalone) -> expected action, for every non-send answer of decide()
+    (`why` given: only the answers for that reason, e.g. the connection's type rules, "capability")."""
     F = _F()
     rows = []
     done: set[int] = set()
@@ -197,8 +199,8 @@ def rule_table(data: AuditData) -> Any:
         for t in range(256):
             for flagged in (False, True):
                 for standalone in (False, True):
-                    a = decide(t, 0x8000 if flagged else 0, standalone, pol)
-                    if a != Action.SEND:
+                    a, reason = explain(t, 0x8000 if flagged else 0, standalone, pol)
+                    if a != Action.SEND and (why is None or reason == why):
                         rows.append((c.policy_id, t, flagged, standalone, _ACTION_NAMES[Action(a)]))
     return F.broadcast(data.spark.createDataFrame(
         rows, "policy_id INT, type INT, flagged BOOLEAN, standalone BOOLEAN, expected STRING"))
@@ -249,6 +251,118 @@ def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any
          .drop("s_ord", "e_ord"))
     return X.join(E.select("file", "ordinal", "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx"),
                   ["file", "ordinal"])
+
+
+# ---- policy runs: `sent` records with `policy` > 0 expanded into the records they stand for -----------------------
+
+
+def expand_policy_runs(data: AuditData) -> list[tuple]:
+    """Replace `data.ledger` by the records every check reads: each `sent` record with `policy` > 0 (a run in which
+    `policy` events got the connection's type rules: holes, dummies, BEGINs with why "capability") becomes the
+    `sent`/`hole`/`dummy`/`begin` records it stands for; the raw records stay in `data.raw_ledger` (check 10's seq
+    test: expanded records share their parent's `seq`). Findings: a run whose policy count (check 4) or
+    `sent_length` (check 1) differs from what the binlog and the connection's rules give.
+
+    Only the events the type rules filter are handled one by one (the events whose `explain()` for the
+    connection's policy is a non-SEND with why "capability"), in one sorted pass per (connection, file) over them
+    and the runs' first events: a running `last(run)` assigns each to the run holding it, `lag`/`lead` over the
+    ordinals cut islands (consecutive events, same action) and give the events sent as stored before each island
+    and after the last one. Those are never exploded. A run that does not match the binlog (not on event boundaries;
+    `count`, `length`, a single event's `type`/`flags` differ) stays as it is: check 1 reports it."""
+    from pyspark.sql import Window
+
+    F = _F()
+    L = data.ledger
+    data.raw_ledger = L
+    is_run = (F.col("r") == "ev") & (F.col("action") == "sent") & (F.coalesce(F.col("policy"), F.lit(0)) > 0)
+    if not L.filter(is_run).take(1):
+        return []  # ledgers written before policy runs, or a dump without any
+    E = data.events
+    P = L.filter(is_run).withColumn("rid", F.monotonically_increasing_id()).cache()
+    # the runs' boundaries as event ordinals (the runs are few next to the events: broadcast, E is not shuffled)
+    SK = (E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("s_type"),
+                   F.col("flags").alias("s_flags"))
+          .join(F.broadcast(P.select("rid", "file", "start")), ["file", "start"]).drop("file", "start"))
+    TK = (E.select("file", "end", F.col("ordinal").alias("e_ord"))
+          .join(F.broadcast(P.select("rid", "file", "end")), ["file", "end"]).drop("file", "end"))
+    ok = (F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull()
+          & (F.col("count") == F.col("e_ord") - F.col("s_ord") + 1) & (F.col("length") == F.col("end") - F.col("start"))
+          & ((F.col("count") != 1) | F.col("type").isNull()
+             | ((F.col("type") == F.col("s_type")) & (F.col("flags") == F.col("s_flags")))))
+    B = (P.join(SK, "rid", "left").join(TK, "rid", "left").withColumn("ok", F.coalesce(ok, F.lit(False))).cache())
+    V = B.filter(F.col("ok"))
+    run_conns = [r.conn for r in V.select("conn").distinct().collect()]
+    # the events the connection's type rules filter (for the connections that have runs), and the runs' heads
+    PC = conns_df(data).filter(F.col("conn").isin(run_conns)).select("conn", "policy_id")
+    EV = (E.withColumn("flagged", F.col("flags").bitwiseAND(0x8000) != 0)
+          .withColumn("standalone", F.coalesce(F.col("gtid_standalone"), F.lit(False)))
+          .join(rule_table(data, WHY_CAPABILITY), ["type", "flagged", "standalone"]).join(PC, "policy_id")
+          .select("conn", "file", F.col("ordinal").alias("k"), F.lit(1).alias("kind"),
+                  F.lit(None).alias("run"), F.col("start").alias("ev_start"), F.col("end").alias("ev_end"),
+                  "type", "flags", "expected"))
+    run = F.struct("rid", "seq", "ts_us", "ledger_file", F.col("s_ord").alias("first"),
+                   F.col("e_ord").alias("last"), "start", "end")
+    RK = V.select("conn", "file", F.col("s_ord").alias("k"), F.lit(0).alias("kind"), run.alias("run"),
+                  F.lit(None).cast("bigint").alias("ev_start"), F.lit(None).cast("bigint").alias("ev_end"),
+                  F.lit(None).cast("int").alias("type"), F.lit(None).cast("int").alias("flags"),
+                  F.lit(None).cast("string").alias("expected"))
+    w = Window.partitionBy("conn", "file").orderBy("k", "kind")
+    A = (RK.unionByName(EV.withColumn("run", F.lit(None).cast(RK.schema["run"].dataType)))
+         .withColumn("run", F.last("run", ignorenulls=True).over(w.rowsBetween(Window.unboundedPreceding, 0)))
+         .filter((F.col("kind") == 1) & F.col("run").isNotNull() & (F.col("k") <= F.col("run.last"))))
+    rid = F.col("run.rid")
+    w2 = Window.partitionBy("conn", "file").orderBy("k")
+    same = F.lag(rid).over(w2).eqNullSafe(rid)  # the filtered event before, in the same run
+    new_island = ~same | (F.lag("expected").over(w2) != F.col("expected")) | (F.lag("k").over(w2) != F.col("k") - 1)
+    A = (A.withColumn("g_start", F.when(same, F.lag("ev_end").over(w2)).otherwise(F.col("run.start")))
+         .withColumn("g_count", F.col("k") - F.when(same, F.lag("k").over(w2) + 1).otherwise(F.col("run.first")))
+         .withColumn("tail", ~F.lead(rid).over(w2).eqNullSafe(rid))
+         .withColumn("isl", F.sum(new_island.cast("int")).over(w2.rowsBetween(Window.unboundedPreceding, 0)))
+         .cache())
+    head = [F.col("run.seq").alias("seq"), "conn", F.col("run.ts_us").alias("ts_us"), "file",
+            F.col("run.ledger_file").alias("ledger_file")]
+    null_int, null_str = F.lit(None).cast("int"), F.lit(None).cast("string")
+
+    def sent(start: Any, end: Any, count: Any) -> list[Any]:
+        return [start.alias("start"), end.alias("end"), count.alias("count"), (end - start).alias("length"),
+                F.lit("sent").alias("action"), null_str.alias("why"), null_int.alias("type"),
+                null_int.alias("flags"), (end - start).alias("sent_length")]
+
+    gaps = A.filter(F.col("g_count") > 0).select(*head, *sent(F.col("g_start"), F.col("ev_start"), F.col("g_count")))
+    tails = A.filter(F.col("tail") & (F.col("run.last") > F.col("k"))).select(
+        *head, *sent(F.col("ev_end"), F.col("run.end"), F.col("run.last") - F.col("k")))
+    one = F.col("count") == 1
+    isl = (A.groupBy("conn", "file", "run", "isl", "expected")
+           .agg(F.min("ev_start").alias("start"), F.max("ev_end").alias("end"), F.count("*").alias("count"),
+                F.min("type").alias("i_type"), F.min("flags").alias("i_flags"))
+           .select(*head, "start", "end", "count", (F.col("end") - F.col("start")).alias("length"),
+                   F.col("expected").alias("action"), F.lit(WHY_CAPABILITY).alias("why"),
+                   F.when(one, F.col("i_type")).alias("type"), F.when(one, F.col("i_flags")).alias("flags"),
+                   F.when(F.col("expected") == "hole", F.lit(0).cast("bigint"))
+                   .otherwise(F.col("end") - F.col("start")).alias("sent_length")))
+    per_run = A.groupBy(rid.alias("rid")).agg(
+        F.count("*").alias("p_n"),
+        F.sum(F.when(F.col("expected") == "hole", F.col("ev_end") - F.col("ev_start")).otherwise(0)).alias("p_hole"))
+    B2 = V.join(per_run, "rid", "left").cache()
+    bare = B2.filter(F.col("p_n").isNull()).select(  # no event the type rules filter: all of it sent as stored
+        "seq", "conn", "ts_us", "file", "ledger_file", *sent(F.col("start"), F.col("end"), F.col("count")))
+    expanded = gaps.unionByName(tails).unionByName(isl).unionByName(bare).withColumn("r", F.lit("ev"))
+    kept = B.filter(~F.col("ok")).select(*L.columns)  # not on the binlog's events: check 1 reports it as it is
+    data.ledger = L.filter(~is_run).unionByName(kept).unionByName(expanded, allowMissingColumns=True).cache()
+    out: list[tuple] = []
+    n = F.coalesce(F.col("p_n"), F.lit(0))
+    out += _rows(B2.filter(n != F.col("policy")), 4, "error",
+                 F.format_string("record seq %d says %d events got the connection's type rules; the binlog and the "
+                                 "policy give %d", F.col("seq"), F.col("policy"), n))
+    sent_len = F.col("length") - F.coalesce(F.col("p_hole"), F.lit(0))
+    out += _rows(B2.filter(~F.col("sent_length").eqNullSafe(sent_len)), 1, "error",
+                 F.format_string("record seq %d says sent_length %d; its events and policy holes give %d",
+                                 F.col("seq"), F.col("sent_length"), sent_len))
+    out = collect_findings(out)
+    data.ledger.count()  # materialized once, here: every check reads it
+    for df in (P, B, A, B2):
+        df.unpersist()
+    return out
 
 
 def _rows(df: Any, check: int, severity: str, msg: Any) -> list[Any]:
@@ -425,9 +539,10 @@ def check_dummies(data: AuditData) -> list[tuple]:
          .select("seq", "conn", "file", "start", "end", "count", "length", "sent_length", "action"))
     # per event of each record (a run expanded), then per record: what the events it replaces add up to
     W = withheld_events(data, ("dummy", "begin")).cache()
-    per_rec = W.groupBy("seq").agg(F.sum("length").alias("e_length"), F.max("end").alias("e_end"),
-                                   F.count("*").alias("e_count"))
-    J = D.join(per_rec, "seq", "left")
+    # a record is (seq, file, start): the records a policy run expands to share its seq
+    per_rec = W.groupBy("seq", "file", F.col("rec_start").alias("start")).agg(
+        F.sum("length").alias("e_length"), F.max("end").alias("e_end"), F.count("*").alias("e_count"))
+    J = D.join(per_rec, ["seq", "file", "start"], "left")
     out += _rows(J.filter(F.col("e_length").isNull()), 3, "error",
                  F.format_string("%s record at a position where the binlog has no event", F.col("action")))
     K = J.filter(F.col("e_length").isNotNull())
@@ -622,7 +737,7 @@ def check_ledger(data: AuditData) -> list[tuple]:
 
     F = _F()
     out: list[tuple] = []
-    L = data.ledger
+    L = data.ledger if data.raw_ledger is None else data.raw_ledger  # seq per record as written
     torn_files = {t[0]: t for t in data.torn}
     bad = L.filter(F.col("_corrupt_record").isNotNull()).groupBy("ledger_file").count().collect()
     for r in bad:
@@ -656,7 +771,7 @@ def check_ledger(data: AuditData) -> list[tuple]:
         out.append(finding(10, "warning", None, None, agg.lo, f"the ledger starts at seq {agg.lo}: earlier files "
                                                               "were removed"))
     # close.events against the records (the dump's own counter vs the ledger's records)
-    sums = dict(L.filter((F.col("r") == "ev") & F.col("action").isin("sent", "dummy", "begin", "fake"))
+    sums = dict(data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", "dummy", "begin", "fake"))
                 .groupBy("conn").agg(F.sum("count")).collect())
     for c in data.connections:
         if c.close_events is not None and sums.get(c.conn, 0) != c.close_events:

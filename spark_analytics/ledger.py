@@ -25,7 +25,8 @@ SCHEMA_DDL = ", ".join([
     "send_tables_info BOOLEAN",
     # ev
     "file STRING", "start BIGINT", "end BIGINT", "count BIGINT", "length BIGINT", "action STRING",
-    "why STRING", "type INT", "flags INT", "gtid STRING", "sent_length BIGINT", "code INT", "message STRING",
+    "why STRING", "type INT", "flags INT", "gtid STRING", "sent_length BIGINT", "policy BIGINT", "code INT",
+    "message STRING",
     # close
     "pos BIGINT", "reason STRING", "error_code INT", "error STRING", "events BIGINT", "heartbeats BIGINT",
     "bytes BIGINT",

@@ -1,15 +1,17 @@
 """The Spark audit (`binlogd-audit`) over real ledgers written by binlogd for real connections.
 
-Scenario: binlogd serves a binlog directory with `--ledger`; four raw COM_BINLOG_DUMP clients (capability unset,
-1, 2, 4) and a real MariaDB 10.11 replica (FILTER_ON_MASTER: capability 4 + skip_replication, relay logs kept)
-connect. The test classifies what each client actually received (raw bytes; the replica: its relay log) against
-the binlog files with its own minimal parser, and the report's per-connection counts must equal that; exit 0.
+Scenario: binlogd serves a binlog directory with `--ledger`; five raw COM_BINLOG_DUMP clients (capability unset,
+1, 2, 4, and 4 with skip_replication) and a real MariaDB 10.11 replica (FILTER_ON_MASTER: capability 4 +
+skip_replication, relay logs kept) connect. The test classifies what each client actually received (raw bytes;
+the replica: its relay log) against the binlog files with its own minimal parser, and the report's per-connection
+counts must equal that; exit 0.
 Then the ledger and the relay log are tampered with, and the audit must name the right check, connection and
 position, exit 1.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import struct
@@ -27,9 +29,11 @@ from tests.oracle_data import oracle_dir
 pytestmark = pytest.mark.mariadb
 
 _HDR = struct.Struct("<IBIIIH")
-ROTATE, QUERY, FDE, GTID = 4, 2, 15, 162
+ROTATE, QUERY, FDE, USER_VAR, GTID = 4, 2, 15, 14, 162
 ARTIFICIAL, RELAY_OWN = 0x20, 0x40
-RAW_DUMPS = ((11, None), (12, 1), (13, 2), (14, 4))  # (server_id, capability); None = not set
+# (server_id, capability, SET skip_replication=1); capability None = not set. No dump flag 2: capability >= 2
+# withholds ANNOTATE_ROWS (policy runs, docs/ledger.md); 15 also withholds every flagged group, 16 replaces it
+RAW_DUMPS = ((11, None, False), (12, 1, False), (13, 2, False), (14, 4, False), (15, 4, True), (16, 1, True))
 REPLICA_SID = 7
 
 
@@ -47,6 +51,12 @@ def file_events(path: Path) -> list[tuple[int, int, int, int]]:
         out.append((p, length, typ, flags))
         p += length
     return out
+
+
+def is_dummy(ev: bytes) -> bool:
+    """MariaDB's same-length dummies (`Query_log_event::dummy_event`), which may have the replaced event's type."""
+    return (ev[4] == QUERY and b"# Dummy event replacing event type" in ev) or (ev[4] == USER_VAR
+                                                                              and b"!dummyvar" in ev[19:40])
 
 
 @dataclass
@@ -74,7 +84,7 @@ def classify(received: list[bytes], binlog_dir: Path, files: list[str], checksum
         else:
             start, length, otype = by_end[cur][log_pos]
         assert length == len(ev), f"{cur}:{start}: received {len(ev)} bytes for an event of {length}"
-        if typ == otype:
+        if typ == otype and not is_dummy(ev):
             kind = "sent"
         elif otype == GTID and typ == QUERY and b"BEGIN" in ev[-12:]:
             kind = "begin"
@@ -128,10 +138,12 @@ def run_scenario(base: Path, binlog_dir: Path, template: Path, with_replica: boo
         if with_replica:  # started first, connected after the raw dumps (their ledger records do not interleave)
             replica = MariaDB.start(base, "replica", REPLICA_SID, "--relay-log-purge=0", template_dir=template)
             replica.set_skip_mode("FILTER_ON_MASTER")  # the replica runs SET skip_replication=1 on binlogd
-        for sid, cap in RAW_DUMPS:
+        for sid, cap, skip in RAW_DUMPS:
             stmts = ["SET @master_binlog_checksum=@@global.binlog_checksum"]
             if cap is not None:
                 stmts.append(f"SET @mariadb_slave_capability={cap}")
+            if skip:
+                stmts.append("SET skip_replication=1")
             cap_ = raw_dump(server.host, server.port, stmts, dump_cmd(sid, files[0]))
             assert cap_.end == "EOF", cap_.error
             expected[sid] = classify(cap_.events, binlog_dir, files)
@@ -277,7 +289,8 @@ def test_oracle_scenario_consistent_counts_match(spark, oracle_scenario: Scenari
     by_sid = {c["server_id"]: c for c in summary["connections"]}
     rep = by_sid[REPLICA_SID]
     assert rep["skip_replication"] is True and rep["capability"] == 4
-    assert [c["capability"] for sid, c in sorted(by_sid.items()) if sid != REPLICA_SID] == [0, 1, 2, 4]
+    assert [c["capability"] for sid, c in sorted(by_sid.items()) if sid != REPLICA_SID] == [0, 1, 2, 4, 4, 1]
+    assert by_sid[15]["skip_replication"] is True and by_sid[15]["withheld"]["gtids"] == rep["withheld"]["gtids"]
     assert by_sid[11]["capability_set"] is False
     # divergence: the skip replica was not given the flagged transactions (oracle: 0-1-4, 0-1-8, 0-1-9, 0-1-10)
     assert rep["withheld"]["gtids"] == ["0-1-10", "0-1-4", "0-1-8", "0-1-9"]
@@ -308,9 +321,85 @@ def _save(path: Path, recs: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs))
 
 
+def to_policy_runs(recs: list[dict]) -> list[dict]:
+    """The test's own writer of the policy-run format (docs/ledger.md): per connection, contiguous `sent` records
+    and `hole`/`dummy`/`begin` records with why "capability" merge into one `sent` record whose `policy` counts the
+    latter; seqs renumbered. A ledger the server already wrote that way only gets runs merged further."""
+    out: list[dict] = []
+    open_run: dict[int, dict] = {}
+    for r in recs:
+        if r["r"] != "ev":
+            open_run.pop(r["conn"], None)
+            out.append(dict(r))
+            continue
+        cap = r["action"] in ("hole", "dummy", "begin") and r["why"] == "capability"
+        if r["action"] != "sent" and not cap:
+            open_run.pop(r["conn"], None)
+            out.append(dict(r))
+            continue
+        policy = r["count"] if cap else r.get("policy") or 0
+        sent_length = 0 if r["action"] == "hole" else r["sent_length"]
+        run = open_run.get(r["conn"])
+        if run is not None and run["file"] == r["file"] and run["end"] == r["start"]:
+            run.update(end=r["end"], count=run["count"] + r["count"], length=run["length"] + r["length"],
+                       sent_length=run["sent_length"] + sent_length, policy=run["policy"] + policy, type=None,
+                       flags=None, gtid=None)
+        else:
+            run = dict(r, action="sent", why=None, gtid=None, sent_length=sent_length, policy=policy)
+            out.append(run)
+            open_run[r["conn"]] = run
+    for i, r in enumerate(out):
+        r["seq"] = out[0]["seq"] + i
+    return out
+
+
+def test_policy_runs_expand_and_tampering_is_caught(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:
+    """The same dumps in the policy-run format (capability holes/dummies/BEGINs inside `sent` records): the audit
+    expands them to the same counts; a changed `policy` count and a run stretched over a flagged group of the skip
+    connection are caught by check 4, naming the connection and position."""
+    sc = oracle_scenario
+    ledger = tmp_path / "ledger"
+    shutil.copytree(sc.ledger_dir, ledger)
+    (lf,) = sorted(ledger.glob("ledger.*.jsonl"))
+    recs = to_policy_runs(_load(lf))
+    conn_of = {r["server_id"]: r["conn"] for r in recs if r["r"] == "conn"}
+    runs = {sid: [r for r in recs if r["r"] == "ev" and r["conn"] == c and (r.get("policy") or 0) > 0]
+            for sid, c in conn_of.items()}
+    assert all(runs[sid] for sid in (11, 12, 13, 14, 15)), {s: len(v) for s, v in runs.items()}
+    assert not any(r["why"] == "capability" for r in recs if r["r"] == "ev")
+    _save(lf, recs)
+    rc, summary = audit(spark, sc, tmp_path / "out", ledger=ledger)
+    assert rc == 0, summary["findings"]
+    assert_counts_equal(summary, sc)
+
+    # tampering: a policy count (capability 2), and a run of the skip connection stretched over the flagged group
+    # after it (its holes removed: the run claims the flagged events were sent as stored; same policy count)
+    bad = max(runs[13], key=lambda r: r["policy"])
+    bad["policy"] += 1
+    mine = [r for r in recs if r["r"] == "ev" and r["conn"] == conn_of[15]]
+    run, flagged = next((a, b) for a, b in itertools.pairwise(mine) if b["why"] == "skip_replication"
+                        and a["action"] == "sent" and (a["file"], a["end"]) == (b["file"], b["start"]))
+    assert flagged["action"] == "hole"
+    run.update(end=flagged["end"], count=run["count"] + flagged["count"], length=run["length"] + flagged["length"],
+               sent_length=run["sent_length"] + flagged["length"], type=None, flags=None)
+    recs.remove(flagged)
+    _save(lf, recs)
+    rc, summary = audit(spark, sc, tmp_path / "out2", ledger=ledger)
+    assert rc == 1 and summary["consistent"] is False
+    errors = [f for f in summary["findings"] if f["severity"] == "error"]
+    hit = [f for f in errors if f["connection_id"] == conn_of[13]]
+    assert [(f["check"], f["file"], f["pos"]) for f in hit] == [(4, bad["file"], bad["start"])], hit
+    assert hit[0]["message"] == (f"record seq {bad['seq']} says {bad['policy']} events got the connection's type "
+                                 f"rules; the binlog and the policy give {bad['policy'] - 1}")
+    hit = [f for f in errors if f["connection_id"] == conn_of[15] and f["check"] == 4]
+    assert hit and all("flagged 0x8000 sent as-is to a skip_replication connection" in f["message"] for f in hit)
+    assert min((f["file"], f["pos"]) for f in hit) == (flagged["file"], flagged["start"])
+    assert len(hit) == flagged["count"]
+    assert {f["connection_id"] for f in errors} <= {conn_of[13], conn_of[15], None}
+
+
 def test_tampered_ledger_is_caught(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:
-    """Four kinds of tampering, each on its own connection; the fifth connection stays clean. The dummy length is
-    tampered twice on the same connection: on a single-event record and on a run (a record of several dummies)."""
+    """Five kinds of tampering, each on its own connection; the other connections stay clean."""
     sc = oracle_scenario
     ledger = tmp_path / "ledger"
     shutil.copytree(sc.ledger_dir, ledger)
@@ -318,22 +407,27 @@ def test_tampered_ledger_is_caught(spark, oracle_scenario: Scenario, tmp_path: P
     recs = _load(lf)
     conn_of = {r["server_id"]: r["conn"] for r in recs if r["r"] == "conn"}
 
-    def ev(sid: int, **match: object) -> dict:
-        return next(r for r in recs if r["r"] == "ev" and r["conn"] == conn_of[sid]
-                    and all(r.get(k) == v for k, v in match.items()))
+    def evs(sid: int, **match: object) -> list[dict]:
+        return [r for r in recs if r["r"] == "ev" and r["conn"] == conn_of[sid]
+                and all(r.get(k) == v for k, v in match.items())]
 
-    removed = ev(11, action="sent", file="mysql-bin.000001", count=3)  # a ledger record removed
+    def ev(sid: int, **match: object) -> dict:
+        return evs(sid, **match)[0]
+
+    mine = evs(15)  # a ledger record removed: the sends between the two flagged groups of the skip connection
+    removed = next(b for a, b, c in zip(mine, mine[1:], mine[2:], strict=False)
+                   if a["action"] == c["action"] == "hole" and b["action"] == "sent")
     recs.remove(removed)
-    dup = ev(13, action="sent", file="mysql-bin.000002", count=3)  # a ledger record duplicated
+    dup = ev(13, action="sent", file="mysql-bin.000002", type=None)  # a ledger record (a run) duplicated
     recs.insert(recs.index(dup) + 1, dict(dup))
     flagged = ev(REPLICA_SID, action="hole", why="skip_replication")  # a flagged event recorded as sent
     flagged.update(action="sent", why=None, sent_length=flagged["length"])
-    dummy = ev(12, action="dummy", count=1)  # a dummy with the wrong length
-    dummy.update(length=dummy["length"] + 4, sent_length=dummy["sent_length"] + 4, end=dummy["end"] + 4)
-    run = next(r for r in recs if r["r"] == "ev" and r["conn"] == conn_of[12] and r["action"] in ("dummy", "begin")
-               and r["count"] > 1)  # a run of dummies, one of which has the wrong length
+    run = next(r for r in evs(16) if r["action"] == "dummy" and r["count"] > 1)  # a run of dummies: wrong length
     run_len = run["length"]
     run.update(length=run_len + 4, sent_length=run["sent_length"] + 4, end=run["end"] + 4)
+    pol = next(r for r in evs(12) if (r.get("policy") or 0) > 0)  # a policy run claiming 4 bytes more sent
+    pol_sent = pol["sent_length"]
+    pol["sent_length"] += 4
     _save(lf, recs)
 
     rc, summary = audit(spark, sc, tmp_path / "out", ledger=ledger)
@@ -348,7 +442,7 @@ def test_tampered_ledger_is_caught(spark, oracle_scenario: Scenario, tmp_path: P
                 and (f["file"], f["pos"]) == (file, pos)]
 
     # removed: a coverage gap exactly where the record was, and the seq gap
-    hit = at(1, 11, removed["file"], removed["end"])
+    hit = at(1, 15, removed["file"], removed["end"])
     assert hit and f"gap: events [{removed['start']}, {removed['end']})" in hit[0]["message"]
     assert any(f["check"] == 10 and f"seq {removed['seq']}..{removed['seq']}" in f["message"]
                for f in summary["findings"])
@@ -358,14 +452,16 @@ def test_tampered_ledger_is_caught(spark, oracle_scenario: Scenario, tmp_path: P
     # flagged event sent as-is to the skip_replication connection
     hit = at(4, REPLICA_SID, flagged["file"], flagged["start"])
     assert hit and "0x8000" in hit[0]["message"] and "skip_replication" in hit[0]["message"]
-    # dummy length
-    hit = at(3, 12, dummy["file"], dummy["start"])
-    assert hit and f"replaces an event of length {dummy['length'] - 4}" in hit[0]["message"]
-    hit = at(3, 12, run["file"], run["start"])
+    # dummy run length
+    hit = at(3, 16, run["file"], run["start"])
     assert hit and f"replaces {run['count']} events of length {run_len}" in hit[0]["message"], hit
-    assert conn_of[14] not in found  # the untouched connection stays clean
-    assert {1, 10} <= found[conn_of[11]] and {1, 10} <= found[conn_of[13]]
-    assert 4 in found[conn_of[REPLICA_SID]] and 3 in found[conn_of[12]]
+    # policy run sent_length
+    hit = at(1, 12, pol["file"], pol["start"])
+    assert [f["message"] for f in hit] == [f"record seq {pol['seq']} says sent_length {pol_sent + 4}; its events "
+                                           f"and policy holes give {pol_sent}"]
+    assert conn_of[11] not in found and conn_of[14] not in found  # the untouched connections stay clean
+    assert {1, 10} <= found[conn_of[15]] and {1, 10} <= found[conn_of[13]]
+    assert 4 in found[conn_of[REPLICA_SID]] and 3 in found[conn_of[16]] and found[conn_of[12]] == {1}
 
 
 def test_truncated_relay_log_is_caught(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:

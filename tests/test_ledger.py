@@ -28,7 +28,7 @@ def _records(directory: Path) -> list[dict]:
 
 
 def _ev(file: str, start: int, end: int) -> tuple:
-    return (json.dumps(file), start, end, 1, end - start, "sent", "null", 2, 0, "null", end - start)
+    return (json.dumps(file), start, end, 1, end - start, "sent", "null", 2, 0, "null", end - start, 0)
 
 
 async def _write(directory: Path, batches: list[list[tuple]], max_size: int = 1 << 20, queue_limit: int = 200_000,
@@ -59,7 +59,7 @@ async def test_numbering_continues_across_restarts(tmp_path: Path) -> None:
     assert list(recs[0])[:4] == ["r", "seq", "conn", "ts_us"]
     assert recs[1] == {"r": "ev", "seq": 2, "conn": 1, "ts_us": recs[1]["ts_us"], "file": "f", "start": 4, "end": 10,
                        "count": 1, "length": 6, "action": "sent", "why": None, "type": 2, "flags": 0, "gtid": None,
-                       "sent_length": 6}
+                       "sent_length": 6, "policy": 0}
 
 
 async def test_rotation_by_size(tmp_path: Path) -> None:
@@ -197,6 +197,6 @@ def test_ev_line_is_json_for_any_file_name() -> None:
 
     for name in ("mysql-bin.000001", 'we"ird%s\\name.000001', "bin\u00e9.000002"):
         fj = json.dumps(name)
-        rec = json.loads(ev_line(3, 2, 1, (fj, 4, 256, 1, 252, "sent", "null", 15, 0, "null", 252)))
+        rec = json.loads(ev_line(3, 2, 1, (fj, 4, 256, 1, 252, "sent", "null", 15, 0, "null", 252, 0)))
         assert rec["file"] == name and (rec["seq"], rec["conn"], rec["start"], rec["type"]) == (3, 2, 4, 15)
-        assert ev_line(3, 2, 1, (fj, 4, 4, 1, 0, "fake", '"rotate"', 4, 32, "null", 47)).isascii()
+        assert ev_line(3, 2, 1, (fj, 4, 4, 1, 0, "fake", '"rotate"', 4, 32, "null", 47, 0)).isascii()

@@ -104,9 +104,33 @@ def record_events(records: list[dict[str, Any]], binlogs: Path
     return out
 
 
-def expand(records: list[dict[str, Any]], binlogs: Path) -> list[tuple[str, str, int, int]]:
-    """(action, file, start, end) per stored event covered by the `ev` records (runs walked in the files)."""
-    return [(r["action"], r["file"], s, e) for r, run in record_events(records, binlogs) for s, e, _, _ in run]
+# event types a capability / dump-flag rule may withhold or rewrite (tables-info, GTID_LIST, ANNOTATE_ROWS,
+# BINLOG_CHECKPOINT, GTID); anything else in a `sent` run must have been sent as stored
+TYPE_RULED = {159, GTID_LIST, 160, 161, GTID}
+
+
+def expand(records: list[dict[str, Any]], binlogs: Path,
+           rule: Any = None) -> list[tuple[str, str, int, int]]:
+    """(action, file, start, end) per stored event covered by the `ev` records (runs walked in the files).
+
+    Inside a `sent` record, `rule(file, start, type, flags)` says what the test knows the event got ("sent" unless
+    it was withheld or rewritten by a type rule); the record's `policy` must count exactly those events, all of a
+    type such rules touch, and its `sent_length` must leave out exactly the bytes of those that were holes."""
+    out = []
+    for r, run in record_events(records, binlogs):
+        if r["action"] != "sent":
+            out += [(r["action"], r["file"], s, e) for s, e, _, _ in run]
+            continue
+        k = hole_bytes = 0
+        for s, e, t, fl in run:
+            a = rule(r["file"], s, t, fl) if rule is not None else "sent"
+            if a != "sent":
+                assert t in TYPE_RULED, (r, s, t)
+                k += 1
+                hole_bytes += e - s if a == "hole" else 0
+            out.append((a, r["file"], s, e))
+        assert r["policy"] == k and r["sent_length"] == r["length"] - hole_bytes, (r, k, hole_bytes)
+    return out
 
 
 def received(capture: DumpCapture, binlogs: Path) -> tuple[list[tuple], list[tuple], int]:
@@ -186,8 +210,17 @@ def check_connection(recs: list[dict[str, Any]], cap: DumpCapture, binlogs: Path
     assert conn["source_server_id"] == SERVER_ID and conn["binlog_dir"] == str(binlogs.absolute())
     assert conn["compat"] == "binlogd"
     got, fakes, packets = received(cap, binlogs)
+    expected = expected_events(got, fakes, binlogs, start_file, start_pos)
+    got_at = {(f, s): a for a, f, s, _ in expected}
+
+    def rule(f: str, s: int, t: int, fl: int) -> str:
+        """Inside a `sent` run: what the client got; never a flagged event of a skip_replication dump withheld."""
+        assert got_at[(f, s)] == "sent" or not (skip and fl & 0x8000), (f, s)
+        return got_at[(f, s)]
+
     # 1. every stored event: the ledger's action is what the client received
-    assert expand(evs, binlogs) == expected_events(got, fakes, binlogs, start_file, start_pos)
+    per_event = expand(evs, binlogs, rule)
+    assert per_event == expected
     # 2. fakes: the same, in the same order
     assert [(r["type"], r["file"], r["start"]) for r in evs if r["action"] == "fake"] == fakes
     assert all(r["start"] == r["end"] and r["length"] == 0 and r["flags"] == FAKE for r in evs
@@ -211,8 +244,9 @@ def check_connection(recs: list[dict[str, Any]], cap: DumpCapture, binlogs: Path
                 expect = group_gtids(binlogs / r["file"], begin).get(s) if known else None
                 assert r["gtid"] == expect, r
     for r in evs:
-        assert r["sent_length"] == (0 if r["action"] == "hole" else r["length"] if r["action"] != "fake"
-                                    else r["sent_length"])
+        if r["action"] != "sent":  # (sent runs: checked by expand)
+            assert r["sent_length"] == (0 if r["action"] == "hole" else r["length"] if r["action"] != "fake"
+                                        else r["sent_length"])
     # 4. coverage tiles, per file, from the start to the close position
     tiles = [(r["file"], r["start"], r["end"]) for r in evs if r["action"] != "fake"]
     for a, b in itertools.pairwise(tiles):
@@ -225,14 +259,15 @@ def check_connection(recs: list[dict[str, Any]], cap: DumpCapture, binlogs: Path
     # 6. coalescing, for every action: the test's own maximal runs of consecutive events with the same (action,
     # why) per file, from what the client received (the FDE a run of its own); the ledger's records are exactly
     # these runs, except that a read-chunk boundary (~1 MiB) may split one (at most one split per boundary)
-    counts: dict[str, int] = {}
-    for r in evs:
-        counts[r["action"]] = counts.get(r["action"], 0) + r["count"]
+    # (events a type rule withheld or rewrote stay inside the run of sends: `policy`)
+    counts: dict[str, int] = {"fake": len(fakes)}
+    for a, _, _, _ in per_event:
+        counts[a] = counts.get(a, 0) + 1
     runs: dict[str, list[list[Any]]] = {}
-    for action, f, s, e in expected_events(got, fakes, binlogs, start_file, start_pos):
+    for action, f, s, e in expected:
         flags = struct.unpack_from("<H", _file(binlogs / f), s + 17)[0]
         why = (None if action == "sent" else "skip_replication" if skip and flags & 0x8000 else "capability")
-        key = ("fde",) if s == 4 else (action, why)
+        key = ("fde",) if s == 4 else ("sent", None) if why in (None, "capability") else (action, why)
         fr = runs.setdefault(f, [])
         if fr and fr[-1][0] == key and fr[-1][2] == s and key != ("fde",):
             fr[-1][2] = e
@@ -361,6 +396,9 @@ def test_ledger_equals_what_raw_dumps_received(binlogs: str, request: pytest.Fix
     assert totals["cap4_skip"]["hole"] > totals["cap4"].get("hole", 0)
     assert any(r["r"] == "ev" and r["action"] in ("hole", "dummy", "begin") and r["count"] > 1
                for r in read_ledger(ledger))  # runs of withheld/rewritten events occur
+    # what a type rule withholds or rewrites is counted inside the runs of sends, never a record of its own
+    assert any(r["r"] == "ev" and r["action"] == "sent" and r["policy"] > 1 for r in read_ledger(ledger))
+    assert not any(r["r"] == "ev" and r["why"] == "capability" for r in read_ledger(ledger))
     # coalescing: a replica that takes everything gets one record per file part read at once (~1 MiB)
     cap = dump(server, 4, False, 160, flags=3)
     recs = connection_records(ledger, 160)
@@ -477,7 +515,8 @@ def test_real_replica(mode: str, big_binlogs: Path, mariadb, binlogd, harness_di
     # without --log-slave-updates a replica does not ask for ANNOTATE_ROWS (dump flag 2): they are holes too
     assert (conn["capability"], conn["skip_replication"], conn["dump_flags"]) == (4, skip, 0)
     assert close["reason"] == "client_gone" and (close["file"], close["pos"]) == (last.name, last.stat().st_size)
-    per_event = expand(recs, big_binlogs)
+    per_event = expand(recs, big_binlogs, lambda f, s, t, fl: "hole" if t == 160 and not (skip and fl & 0x8000)
+                       else "sent")
     relay = relay_log_events(replica.datadir, 31, 1)
     sent_ends = [e for a, _, s, e in per_event if a == "sent" and s != 4]
     assert [p for _, p, _ in relay] == sent_ends
@@ -486,8 +525,12 @@ def test_real_replica(mode: str, big_binlogs: Path, mariadb, binlogd, harness_di
     withheld = [(p.name, s) for p in sorted(big_binlogs.glob("mysql-bin.0*"))
                 for s, _, t, fl in stored_events(p.read_bytes()) if (skip and fl & 0x8000) or t == 160]
     assert holes == withheld and holes
+    # ANNOTATE_ROWS holes (a capability rule) are counted in the `sent` runs, flagged groups are `hole` records
     whys = {r["why"] for r in recs if r["r"] == "ev" and r["action"] == "hole"}
-    assert whys == ({"skip_replication", "capability"} if skip else {"capability"})
+    assert whys == ({"skip_replication"} if skip else set())
+    assert sum(r["policy"] for r in recs if r["r"] == "ev") == sum(1 for a, _, _, _ in per_event if a == "hole"
+                                                                   ) - sum(r["count"] for r in recs if r["r"] == "ev"
+                                                                           and r["action"] == "hole")
 
 
 def test_gtid_connect_skipped_groups(oracle_binlogs: Path, binlogd, harness_dir: Path) -> None:
