@@ -2,8 +2,9 @@
 
 `dump_throughput` measures the ledger with `mariadb-binlog` clients (capability 4 with ANNOTATE_ROWS wanted: every
 event sent as stored, the ledger's cheapest case: one record per ~1 MiB). Replicas that filter make the ledger write
-one record per run of consecutive withheld or rewritten events (same action and why) and per run of sends between
-them, so this benchmark runs raw COM_BINLOG_DUMP clients that set what such replicas set:
+one record per run of events withheld or rewritten for skip_replication and per run of sends between them (holes,
+dummies and BEGINs of a type rule stay inside the runs of sends, counted in `policy`), so this benchmark runs raw
+COM_BINLOG_DUMP clients that set what such replicas set:
 
 * `cap4_skip`: capability 4 + `SET skip_replication=1` (a FILTER_ON_MASTER MariaDB replica): holes for the 22 % of
   events flagged 0x8000 and for ANNOTATE_ROWS (dump flag 2 not set), the rest sent;
