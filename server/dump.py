@@ -157,11 +157,8 @@ class DumpStream:
         self._fj = NULL  # the current file's name as JSON text (records carry it so)
         # the table's `why` as JSON text, by its `reasons` index (type | 0x100 flagged | 0x200 standalone GTID)
         self._whys: list[str] = [jstr(w) for w in self.table.reasons]
-        # by the hot loop's index (type | 0x100 when flagged): a hole that a type rule makes (stays in the send run)
-        self._pol_hole = [self.table.by_type_and_skip_flag[i] == Action.HOLE and self.table.reasons[i] == WHY_CAPABILITY
-                          for i in range(0x200)]
-        # by the table's `reasons` index (+ 0x200 for a standalone GTID): any action a type rule gives
-        self._pol_any = [w == WHY_CAPABILITY for w in self.table.reasons]
+        # same index: the action is a type rule's (why "capability"), so the event stays inside the run of sends
+        self._pol = [w == WHY_CAPABILITY for w in self.table.reasons]
         self._skip_hole = False  # the last _gtid_start_decide HOLE was a group the replica has
         # the ledger's `gtid` of withheld events: the GTID of the last GTID event not sent as stored, valid while
         # no event has been sent since when this replica may get GTID events as stored (capability 4)
@@ -593,7 +590,7 @@ class DumpStream:
         ledger = self.ledger is not None
         recs = self._recs if ledger else None
         whys = self._whys
-        pol_hole, pol_any = self._pol_hole, self._pol_any
+        pol = self._pol
         pol_holes = 0
         run_p = run_sent = run_n = 0
         nw = nw_p = nw_typ = nw_flags = 0
@@ -614,7 +611,7 @@ class DumpStream:
                                 break
                             holes += 1
                             if recs is not None:  # holes coalesce (never any cost per event sent)
-                                if pol_hole[i]:  # a type rule: part of the run of sends
+                                if pol[i]:  # a type rule: part of the run of sends
                                     pol_holes += length
                                     p = end
                                     continue
@@ -633,9 +630,24 @@ class DumpStream:
                                         pol_holes = 0
                                     nw, nw_p, nw_a, nw_why, nw_typ, nw_flags = 1, p, "hole", w, typ, flags
                                     nw_gtid = self._group_gtid(mv, p, typ, p == run_p and (p > 0 or chain))
-                                run_p = end
+                                p = end
+                                while p <= last:  # the holes that extend this run (a skipped group): no bookkeeping
+                                    typ, length, flags = peek(mv, p)
+                                    end = p + length
+                                    if end > n or length < HEADER_LEN or length >= _BIG:
+                                        break
+                                    i = typ | (flags >> 7 & 0x100)
+                                    if actions[i] != _HOLE or whys[i] != w:
+                                        break
+                                    if typ == GTID_EVENT:
+                                        self._group_gtid(mv, p, typ, True)
+                                    nw += 1
+                                    holes += 1
+                                    p = end
+                                run_p = p
                                 run_sent = sent
                                 run_n = sent + holes + events
+                                continue
                             p = end
                             continue
                         out += pack((length + 1) | (seq << 24), 0)
@@ -678,7 +690,7 @@ class DumpStream:
                     i = typ | (flags >> 7 & 0x100)
                     if typ == GTID_EVENT and end - p > HEADER_LEN + 12 and mv[p + HEADER_LEN + 12] & 1:
                         i |= 0x200  # a standalone GTID
-                    if pol_any[i] and not self._skip_hole:  # a type rule: part of the run of sends
+                    if pol[i] and not self._skip_hole:  # a type rule: part of the run of sends
                         if a == _HOLE:
                             pol_holes += length
                         if typ == GTID_EVENT:
