@@ -253,10 +253,12 @@ class BinlogWriter:
         except BaseException:
             os.close(fd)
             raise
-        if self._fd is not None and self._end != self._committed:
-            # the active file's closing ROTATE, held back until the file it names exists: a replica that
-            # receives it and reconnects asks for that file (MariaDB writes both under one lock)
-            self._committed_for_good()
+        if self._fd is not None:
+            # the active file's closing ROTATE (written, never published): made durable by the close below, and
+            # readable only once the index names the file it announces (`BinlogStore.published_end` caps the
+            # active file at its last publication): a replica that receives it and reconnects asks for that file
+            # (MariaDB writes both under one lock)
+            self._committed = self._end
         self._close_active()
         self._fd = fd
         self._end = self._committed = len(first)

@@ -457,10 +457,13 @@ class DumpStream:
         """Send the events of `name` from `pos`; returns at the end of a closed file (or a non-blocking end)."""
         store = self.store
         self.pos = pos
+        final = False  # seen rotated: the whole file is readable
         while True:
             version = store.version  # before the read: a change after it must wake the wait below
             want = max(CHUNK, self._need)
-            data = await self._read_at(fd, pos, want)
+            cap = None if final else store.published_end(name)  # binlogd's own writer: only what it published
+            n = want if cap is None else min(want, cap - pos)
+            data = await self._read_at(fd, pos, n) if n > 0 else b""
             if self.out or self._recs:
                 await self._flush()
             consumed = await self._frame_chunk(fd, data, pos) if data else 0
@@ -473,8 +476,10 @@ class DumpStream:
             tail = len(data)
             if not store.is_active(name):
                 # rotated: the file is final now; re-read once in case it grew before the switch
-                if len(await self._read_at(fd, pos, want)) > tail:
-                    continue
+                if not final:
+                    final = True
+                    if len(await self._read_at(fd, pos, want)) > tail:
+                        continue
                 if tail:
                     self.last_event_pos = pos
                     self.last_byte = pos + tail

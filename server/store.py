@@ -183,6 +183,12 @@ class BinlogStore:
             return None
         return names[i + 1] if i + 1 < len(names) else None
 
+    def published_end(self, name: str) -> int | None:
+        """How far dumps may read `name`: the last publication when binlogd's writer is appending to it (bytes after
+        it are an unfinished group or a closing ROTATE whose file is not in the index yet), else None (its size)."""
+        pub = self._published
+        return pub[1] if pub is not None and pub[0] == name else None
+
     def end_of(self, name: str) -> int:
         """Readable end of a file: its size, or the committed end of the file binlogd is writing."""
         pub = self._published

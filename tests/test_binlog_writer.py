@@ -79,6 +79,7 @@ def test_uncommitted_bytes_are_invisible_and_discard_drops_them(tmp_path: Path) 
     assert w.store.end_of(NAMES[0]) == base
     w.write(groups[0][:10])
     assert w.store.end_of(NAMES[0]) == base, "half a group is not readable"
+    assert w.store.published_end(NAMES[0]) == base  # where dump streams stop reading the active file
     w.discard()
     assert os.path.getsize(tmp_path / NAMES[0]) == base
     w.write(groups[0])
@@ -227,9 +228,11 @@ def test_a_closing_rotate_is_published_with_the_file_it_names(tmp_path: Path) ->
     rep = w2.recover()
     assert rep.last_end == before + len(groups[-1]) and w2.end == rep.last_end
     assert w2.store.end_of(NAMES[0]) == before, "the ROTATE stays unpublished while its file does not exist"
+    assert w2.store.published_end(NAMES[0]) == before  # dump streams do not read it
     fde2, _ = groups_of(DEMO[NAMES[1]])
     w2.start_file(NAMES[1], fde2)
     assert w2.store.end_of(NAMES[0]) == before + len(groups[-1])
+    assert w2.store.published_end(NAMES[0]) is None  # closed, and the index names the next file
     assert w2.store.files() == NAMES
     w2.close()
     assert (tmp_path / NAMES[0]).read_bytes() == DEMO[NAMES[0]]
