@@ -427,3 +427,28 @@ def test_head_of_an_active_file_with_only_its_fde_is_not_final(tmp_path: Path) -
     w.commit()
     head = w.store.head(name)
     assert head.complete and head.gtid_list is not None
+
+
+def test_restart_after_a_crash_between_the_rotate_and_the_next_file(tmp_path: Path) -> None:
+    """kill -9 after the closing ROTATE was written, before the next file existed: the restart resumes before the
+    unpublished ROTATE (which `begin()` drops), so the upstream's resent ROTATE and next file are stored as they are
+    (seen in the crash test: binlogd asked for the position after the ROTATE, dropped it, and refused the stream)."""
+    write_demo_dir(tmp_path / "src")
+    files = ["mysql-bin.000001", "mysql-bin.000002"]
+    events = {n: [bytes(ev) for _, ev in iter_binlog((tmp_path / "src" / n).read_bytes())] for n in files}
+    st = _storage(tmp_path)
+    st.begin(1)
+    st.feed([_fake_rotate(files[0], 4), *events[files[0]]])  # up to its closing ROTATE: written, unpublished
+    before_rotate = st.w.committed
+    assert st.w.end == before_rotate + len(events[files[0]][-1])
+    del st  # kill -9
+    st = _storage(tmp_path)  # recovery keeps the ROTATE unpublished
+    assert st.resume_point() == (files[0], before_rotate)
+    st.begin(1)
+    fde = fix_fde(events[files[0]][0], zero_log_pos=True, zero_created=True, checksum_alg=1)
+    st.feed([_fake_rotate(files[0], before_rotate), fde, events[files[0]][-1]])
+    st.feed([_fake_rotate(files[1], 4), *events[files[1]]])
+    for n in files:
+        mine = bytearray((tmp_path / "relay" / n).read_bytes())
+        mine[BIN_LOG_HEADER_SIZE + FLAGS_OFFSET] &= ~1
+        assert bytes(mine) == (tmp_path / "src" / n).read_bytes(), n

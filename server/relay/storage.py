@@ -114,10 +114,13 @@ class RelayStorage:
 
     # --- session ---------------------------------------------------------------------------------------
     def resume_point(self) -> tuple[str, int]:
-        """Where to ask the upstream to start: the end of what is stored, or the upstream's first file."""
+        """Where to ask the upstream to start: the end of what is stored and committed, or the upstream's first file.
+
+        Written but uncommitted bytes (a spilled group, a closing ROTATE whose file does not exist yet, also after a
+        crash) are dropped by `begin()`, so the upstream sends them again."""
         if self.file is None:
             return "", BIN_LOG_HEADER_SIZE
-        return self.file, self.w.end
+        return self.file, self.w.committed
 
     def begin(self, session_alg: int, gtid: bool = False) -> None:
         """A new dump: `session_alg` is the checksum the upstream announced (for events before the FDE); `gtid`
