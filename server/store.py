@@ -191,9 +191,9 @@ class BinlogStore:
 
     def end_of(self, name: str) -> int:
         """Readable end of a file: its size, or the committed end of the file binlogd is writing."""
-        pub = self._published
-        if pub is not None and pub[0] == name:
-            return pub[1]
+        pub = self.published_end(name)
+        if pub is not None:
+            return pub
         try:
             size = self.path(name).stat().st_size
         except FileNotFoundError:

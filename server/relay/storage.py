@@ -321,7 +321,7 @@ class RelayStorage:
         """Create the announced file with its head (FDE, and GTID_LIST when there is one), committed at once."""
         assert self.new_file is not None
         self._flush()  # the previous file's last groups (start_file drops uncommitted bytes)
-        self.w.start_file(self.new_file, head)  # publishes the previous file's ROTATE too
+        self.w.start_file(self.new_file, head)  # the previous file's ROTATE becomes readable with it
         self.rotate_pending = False
         self.status.stored_bytes += BIN_LOG_HEADER_SIZE + len(head)
         log.info("relay: new binlog file %s (from the upstream, checksum %s)", self.new_file,
