@@ -58,11 +58,11 @@ java:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless; }
 
 test: deps mariadb java
-	$(BIN)/ruff check protocol server applier spark_analytics tests benchmarks
+	$(BIN)/ruff check binlogd protocol server applier spark_analytics tests benchmarks
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: deps
-	$(BIN)/ruff check protocol server applier spark_analytics tests benchmarks
+	$(BIN)/ruff check binlogd protocol server applier spark_analytics tests benchmarks
 
 bench: deps mariadb
 	$(BIN)/python -m benchmarks.dump_throughput

@@ -37,6 +37,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from binlogd.protocol.constants import ER_MALFORMED_PACKET, ER_UNKNOWN_ERROR
+from binlogd.protocol.packets import err_packet
+from binlogd.protocol.sqlserver import SafeStream, StrictConnection
 from mysql_mimic import types
 from mysql_mimic.auth import SimpleIdentityProvider
 from mysql_mimic.errors import MysqlError
@@ -44,10 +47,6 @@ from mysql_mimic.server import MysqlServer
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.variables import GlobalVariables, SessionVariables
-
-from protocol.constants import ER_MALFORMED_PACKET, ER_UNKNOWN_ERROR
-from protocol.packets import err_packet
-from protocol.sqlserver import SafeStream, StrictConnection
 
 from .filters import FilterError, FilterRegistry, FilterType, UnknownChannel
 from .status import (

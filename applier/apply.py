@@ -29,12 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pymysql
-from pymysql.constants import CLIENT, COMMAND
-
-from protocol.constants import (
+from binlogd.protocol.constants import (
     EVENT_TYPE_NAMES as EVENT_NAMES,
 )
-from protocol.constants import (
+from binlogd.protocol.constants import (
     INT_RESULT,
     NO_FOREIGN_KEY_CHECKS_F,
     OPTION_AUTO_IS_NULL,
@@ -60,10 +58,11 @@ from protocol.constants import (
     USER_VAR_EVENT,
     USER_VAR_UNSIGNED_F,
 )
-from protocol.constants import (
+from binlogd.protocol.constants import (
     INTVAR_EVENT as _INTVAR,
 )
-from protocol.events import Event, EventDecodeError, Gtid, QueryBody, RowsBody, TableMapBody, UserVarBody
+from binlogd.protocol.events import Event, EventDecodeError, Gtid, QueryBody, RowsBody, TableMapBody, UserVarBody
+from pymysql.constants import CLIENT, COMMAND
 
 from .position import Position, PositionStore
 from .rows import INT_SIZES, Reader, TableMap, decode_decimal, decode_rows, decode_table_map, readers
@@ -319,7 +318,7 @@ class TargetSession:
             name = "LAST_INSERT_ID" if b.type == 1 else "INSERT_ID"  # type: ignore[union-attr]
             self._pending.append(f"SET {name}={b.value}")  # type: ignore[union-attr]
         elif t == TABLES_INFO_EVENT:  # binlogd's tables-info event: the next statement's tables, no parsing
-            from protocol.tables_info import parse_tables_info
+            from binlogd.protocol.tables_info import parse_tables_info
 
             try:
                 # relative: default-database entries stay None, so they resolve to the rewritten database

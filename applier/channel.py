@@ -28,8 +28,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
-from protocol.connection import ClientConfig, ReplicationClient, ReplicationError
-from protocol.constants import (
+from binlogd.protocol.connection import ClientConfig, ReplicationClient, ReplicationError
+from binlogd.protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     APPEND_BLOCK_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
@@ -62,7 +62,7 @@ from protocol.constants import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
 )
-from protocol.events import (
+from binlogd.protocol.events import (
     Event,
     EventDecodeError,
     Gtid,
@@ -73,7 +73,7 @@ from protocol.events import (
     fde_checksum_alg,
     parse_event,
 )
-from protocol.tables_info import TABLES_INFO_EVENT
+from binlogd.protocol.tables_info import TABLES_INFO_EVENT
 
 from .apply import ApplyError, Group, TargetSession
 from .position import Position

@@ -339,7 +339,7 @@ def updated_tables(sql: str, tables: list[tuple[str | None, str]] | None = None)
     except for a multi-table UPDATE/DELETE). Raises `protocol.tables_info.TablesInfoError` for text it cannot parse.
     """
     if tables is None:
-        from protocol.tables_info import tables_of_statement  # sqlglot is imported only by callers that parse
+        from binlogd.protocol.tables_info import tables_of_statement  # sqlglot is imported only by callers that parse
 
         tables = tables_of_statement(sql, None)
     if len(tables) > 1 and _FIRST_TABLE_ONLY.match(sql):

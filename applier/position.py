@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from protocol.events import Gtid
+from binlogd.protocol.events import Gtid
 
 SCHEMA: Final = "binlogd_apply"
 TABLE: Final = f"`{SCHEMA}`.`channel_position`"

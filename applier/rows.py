@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
-from protocol.constants import (
+from binlogd.protocol.constants import (
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
     DELETE_ROWS_EVENT,
@@ -39,7 +39,7 @@ from protocol.constants import (
     WRITE_ROWS_EVENT,
     WRITE_ROWS_EVENT_V1,
 )
-from protocol.events import EventDecodeError, TableMapBody, decompress_payload
+from binlogd.protocol.events import EventDecodeError, TableMapBody, decompress_payload
 
 # MySQL field types (include/mysql_com.h enum_field_types) as they appear in TABLE_MAP.
 T_DECIMAL, T_TINY, T_SHORT, T_LONG, T_FLOAT, T_DOUBLE, T_NULL, T_TIMESTAMP = 0, 1, 2, 3, 4, 5, 6, 7

@@ -100,7 +100,7 @@ def main() -> int:
             log = open(base / "applier.log", "ab")  # noqa: SIM115 - closed in finally
             t0 = time.monotonic()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "applier.cli", f"--target=mysql://root@127.0.0.1:{target.port}",
+                [sys.executable, "-m", "binlogd.applier.cli", f"--target=mysql://root@127.0.0.1:{target.port}",
                  f"--channel==mysql://root@127.0.0.1:{primary.port}", "--log-level=WARNING"],
                 cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
             while True:

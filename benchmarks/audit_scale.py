@@ -27,7 +27,7 @@ from pathlib import Path
 import pymysql
 
 REPO = Path(__file__).resolve().parents[1]
-ORACLE = Path(os.environ.get("BINLOGD_ORACLE_DIR") or REPO.parent / "shared" / "oracle" / "mariadb-10.11" / "dump")
+ORACLE = Path(os.environ.get("BINLOGD_ORACLE_DIR") or REPO / "tests" / "data" / "oracle" / "dump")
 _HDR = struct.Struct("<IBIIIH")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -154,7 +154,7 @@ def make_ledger(binlogs: Path, ledger: Path, first: str) -> dict[str, float]:
 
 
 def run_audit(binlogs: Path, ledger: Path, out: Path, master: str) -> tuple[float, int, dict]:
-    cmd = [sys.executable, "-m", "spark_analytics.cli", "--binlog-dir", str(binlogs), "--ledger", str(ledger),
+    cmd = [sys.executable, "-m", "binlogd.spark_analytics.cli", "--binlog-dir", str(binlogs), "--ledger", str(ledger),
            "--out", str(out), "--master", master, "--quiet", "--driver-memory", "6g"]
     t = time.monotonic()
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)

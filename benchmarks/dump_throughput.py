@@ -57,6 +57,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from binlogd.protocol.binlog_file import scan
+from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, LOG_EVENT_BINLOG_IN_USE_F
 from pymysql.constants import CLIENT
 from rich.console import Console
 from rich.markup import escape
@@ -72,8 +74,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from protocol.binlog_file import scan
-from protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, LOG_EVENT_BINLOG_IN_USE_F
 from tests.harness import REPO_ROOT, Binlogd, MariaDB, find_binary, make_primary_from_binlogs
 
 DEFAULT_EVENTS = 1_000_000

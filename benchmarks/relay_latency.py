@@ -40,12 +40,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from binlogd.protocol.connection import ClientConfig, ReplicationClient
+from binlogd.protocol.constants import GTID_EVENT, LOG_EVENT_BINLOG_IN_USE_F, XID_EVENT
+from binlogd.protocol.gtid import peek_gtid
 from rich.console import Console
 from rich.table import Table
 
-from protocol.connection import ClientConfig, ReplicationClient
-from protocol.constants import GTID_EVENT, LOG_EVENT_BINLOG_IN_USE_F, XID_EVENT
-from protocol.gtid import peek_gtid
 from tests.harness import Binlogd, MariaDB, find_binary, make_primary_from_binlogs
 
 from .dump_throughput import (

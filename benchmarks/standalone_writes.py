@@ -47,6 +47,10 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
+from binlogd.protocol.binlog_file import scan
+from binlogd.protocol.constants import QUERY_EVENT
+from binlogd.protocol.events import parse_event
+from binlogd.protocol.tables_info import TABLES_INFO_EVENT
 from rich.console import Console
 from rich.table import Table
 
@@ -62,10 +66,6 @@ from benchmarks.dump_throughput import (
     cpu_seconds,
     machine_busy_seconds,
 )
-from protocol.binlog_file import scan
-from protocol.constants import QUERY_EVENT
-from protocol.events import parse_event
-from protocol.tables_info import TABLES_INFO_EVENT
 from tests.harness import REPO_ROOT, Binlogd, MariaDB, find_binary
 
 TARGETS = ("mariadb", "binlogd", "binlogd-tables-info")

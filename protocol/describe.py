@@ -15,7 +15,7 @@ import struct
 from decimal import Decimal
 from typing import Final
 
-from protocol.constants import (
+from binlogd.protocol.constants import (
     ANONYMOUS_GTID_LOG_EVENT,
     BINLOG_CHECKSUM_ALG_CRC32,
     BINLOG_CHECKSUM_ALG_OFF,
@@ -61,7 +61,7 @@ from protocol.constants import (
     USER_VAR_UNSIGNED_F,
     VIEW_CHANGE_EVENT,
 )
-from protocol.events import (
+from binlogd.protocol.events import (
     AnnotateRowsBody,
     AppendBlockBody,
     BinlogCheckpointBody,
@@ -89,7 +89,7 @@ from protocol.events import (
     parse_event,
     parse_header,
 )
-from protocol.tables_info import TABLES_INFO_EVENT, TABLES_INFO_NAME, format_tables, parse_tables_info
+from binlogd.protocol.tables_info import TABLES_INFO_EVENT, TABLES_INFO_NAME, format_tables, parse_tables_info
 
 # MySQL types MariaDB's reader turns into Ignorable_log_event even without the IGNORABLE flag.
 _MYSQL_IGNORED: Final = frozenset(

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, TypeAlias
 
 import construct as cs
-
-from protocol.checksum import event_crc
-from protocol.constants import (
+from binlogd.protocol.checksum import event_crc
+from binlogd.protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     APPEND_BLOCK_EVENT,
     BEGIN_LOAD_QUERY_EVENT,

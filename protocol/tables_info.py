@@ -46,13 +46,17 @@ from typing import Final
 
 import construct as cs
 import sqlglot
+from binlogd.protocol.constants import LOG_EVENT_IGNORABLE_F
+from binlogd.protocol.events import (
+    MARIADB_10_11_POST_HEADER_LENGTHS,
+    EventDecodeError,
+    FormatDescriptionBody,
+    build_event,
+)
 from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
-
-from protocol.constants import LOG_EVENT_IGNORABLE_F
-from protocol.events import MARIADB_10_11_POST_HEADER_LENGTHS, EventDecodeError, FormatDescriptionBody, build_event
 
 log = logging.getLogger("binlogd.tables_info")
 

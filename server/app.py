@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from binlogd.protocol.constants import ER_UNKNOWN_ERROR
+from binlogd.protocol.decision import Compat
+from binlogd.protocol.packets import err_packet
+from binlogd.protocol.sqlserver import SafeStream
 from mysql_mimic.server import MysqlServer
-
-from protocol.constants import ER_UNKNOWN_ERROR
-from protocol.decision import Compat
-from protocol.packets import err_packet
-from protocol.sqlserver import SafeStream
 
 from .auth import BinlogdIdentityProvider
 from .connection import ReplicationConnection, ReplicationSession
@@ -113,7 +112,7 @@ def _tables_info_args(on: bool) -> dict[str, Any]:
     """--binlog-with-tables-info: the logger's hook and the FDE table declaring the event type."""
     if not on:
         return {}
-    from protocol.tables_info import declare_post_header_lengths, tables_info_hook
+    from binlogd.protocol.tables_info import declare_post_header_lengths, tables_info_hook
 
     return {"tables_info": tables_info_hook, "post_header_lengths": declare_post_header_lengths()}
 

@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 
+from binlogd.protocol.sqlserver import PEER_HOST, access_denied
 from mysql_mimic.auth import (
     AuthInfo,
     Decision,
@@ -24,8 +25,6 @@ from mysql_mimic.auth import (
     NativePasswordAuthPlugin,
     User,
 )
-
-from protocol.sqlserver import PEER_HOST, access_denied
 
 _HASH = re.compile(r"^\*[0-9A-Fa-f]{40}$")
 

@@ -13,9 +13,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.binlog_file import BinlogFormatError, fde_checksum_alg
-from protocol.checksum import crc_ok
-from protocol.constants import (
+from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+from binlogd.protocol.checksum import crc_ok
+from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKSUM_ALG_CRC32,
     BINLOG_MAGIC,
@@ -29,8 +29,8 @@ from protocol.constants import (
     MAX_EVENT_SIZE,
     ROTATE_EVENT,
 )
-from protocol.groups import GroupTracker
-from protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
+from binlogd.protocol.groups import GroupTracker
+from binlogd.protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
 
 from .store import BinlogStore
 

@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from protocol.decision import Compat
+from binlogd.protocol.decision import Compat
 
 EPILOG = """\
 examples:

@@ -14,6 +14,18 @@ import struct
 from collections.abc import AsyncIterator
 from typing import Any
 
+from binlogd.protocol.commands import CommandError, parse_binlog_dump, parse_binlog_dump_gtid, parse_register_slave
+from binlogd.protocol.constants import (
+    COM_BINLOG_DUMP,
+    COM_BINLOG_DUMP_GTID,
+    COM_REGISTER_SLAVE,
+    ER_MALFORMED_PACKET,
+    ER_UNKNOWN_COM_ERROR,
+    ER_UNKNOWN_ERROR,
+)
+from binlogd.protocol.decision import clamp_capability
+from binlogd.protocol.packets import err_packet, ok_packet
+from binlogd.protocol.sqlserver import StrictConnection
 from mysql_mimic import types
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
@@ -23,19 +35,6 @@ from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.types import ColumnType
 from mysql_mimic.variables import GlobalVariables, SessionVariables
-
-from protocol.commands import CommandError, parse_binlog_dump, parse_binlog_dump_gtid, parse_register_slave
-from protocol.constants import (
-    COM_BINLOG_DUMP,
-    COM_BINLOG_DUMP_GTID,
-    COM_REGISTER_SLAVE,
-    ER_MALFORMED_PACKET,
-    ER_UNKNOWN_COM_ERROR,
-    ER_UNKNOWN_ERROR,
-)
-from protocol.decision import clamp_capability
-from protocol.packets import err_packet, ok_packet
-from protocol.sqlserver import StrictConnection
 
 from .dump import DumpParams, DumpStream
 from .primary import Primary

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeAlias
 
-from protocol.constants import (
+from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_MAGIC,
     CRC_LEN,
@@ -51,7 +51,7 @@ from protocol.constants import (
     USER_VAR_EVENT,
     XID_EVENT,
 )
-from protocol.events import (
+from binlogd.protocol.events import (
     Gtid,
     QueryCharset,
     RotateBody,

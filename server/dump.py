@@ -17,8 +17,8 @@ import struct
 from dataclasses import dataclass
 from typing import Protocol
 
-from protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg
-from protocol.constants import (
+from binlogd.protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg
+from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKSUM_ALG_CRC32,
     BINLOG_DUMP_NON_BLOCK,
@@ -32,10 +32,10 @@ from protocol.constants import (
     MAX_PACKET_PAYLOAD,
     START_ENCRYPTION_EVENT,
 )
-from protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy
-from protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
-from protocol.packets import eof_packet, err_packet, frame
-from protocol.rewrite import (
+from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy
+from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
+from binlogd.protocol.packets import eof_packet, err_packet, frame
+from binlogd.protocol.rewrite import (
     RewriteError,
     begin_event,
     dummy_event,

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protocol.constants import (
+from binlogd.protocol.constants import (
     ER_GTID_POSITION_NOT_FOUND_IN_BINLOG,
     ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2,
     ER_GTID_START_FROM_BINLOG_HOLE,
 )
-from protocol.groups import GroupTracker
-from protocol.gtid import BinlogState, Gtid
+from binlogd.protocol.groups import GroupTracker
+from binlogd.protocol.gtid import BinlogState, Gtid
 
 NOT_FOUND_ANY_FILE = (
     "Could not find GTID state requested by slave in any binlog files. "

@@ -12,18 +12,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.binlog_file import scan
-from protocol.commands import RegisterSlave
-from protocol.constants import (
+from binlogd.protocol.binlog_file import scan
+from binlogd.protocol.commands import RegisterSlave
+from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKSUM_ALG_CRC32,
     ER_ERROR_WHEN_EXECUTING_COMMAND,
     ER_SLAVE_SAME_ID,
 )
-from protocol.decision import Compat
-from protocol.describe import describe
-from protocol.events import EventDecodeError
-from protocol.gtid import format_gtid_list
+from binlogd.protocol.decision import Compat
+from binlogd.protocol.describe import describe
+from binlogd.protocol.events import EventDecodeError
+from binlogd.protocol.gtid import format_gtid_list
 
 from .auth import is_loopback
 from .dump import DumpStream

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any, NoReturn, Protocol
 
-from protocol import constants as C
+from binlogd.protocol import constants as C
 
 from . import sysvars as SV
 from .sysvars import Kind, Scope, SysVar

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocol.binlog_file import BinlogFormatError, fde_checksum_alg, scan
-from protocol.constants import (
+from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg, scan
+from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_MAGIC,
     FORMAT_DESCRIPTION_EVENT,
@@ -31,7 +31,7 @@ from protocol.constants import (
     START_ENCRYPTION_EVENT,
     STOP_EVENT,
 )
-from protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
+from binlogd.protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
 
 log = logging.getLogger("binlogd.store")
 

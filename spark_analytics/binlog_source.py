@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocol.binlog_file import BinlogFormatError, fde_checksum_alg
-from protocol.checksum import crc_ok
-from protocol.constants import (
+from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+from binlogd.protocol.checksum import crc_ok
+from binlogd.protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     BINLOG_CHECKSUM_ALG_CRC32,
     BINLOG_MAGIC,
@@ -35,8 +35,8 @@ from protocol.constants import (
     QUERY_EVENT,
     ROTATE_EVENT,
 )
-from protocol.groups import GroupTracker
-from protocol.gtid import peek_gtid
+from binlogd.protocol.groups import GroupTracker
+from binlogd.protocol.gtid import peek_gtid
 
 _HEADER = struct.Struct("<IBIIIH")
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")

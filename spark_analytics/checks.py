@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol.constants import (
+from binlogd.protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     BINLOG_CHECKPOINT_EVENT,
     CAP_TOLERATE_HOLES,
@@ -29,7 +29,7 @@ from protocol.constants import (
     START_ENCRYPTION_EVENT,
     USER_VAR_EVENT,
 )
-from protocol.decision import WHY_CAPABILITY, Action, Compat, ReplicaPolicy, clamp_capability, explain
+from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, ReplicaPolicy, clamp_capability, explain
 
 FINDING_DDL = "`check` INT, severity STRING, connection_id BIGINT, file STRING, pos BIGINT, message STRING"
 CHECK_NAMES = {
@@ -510,8 +510,8 @@ def _rebuild_rows(binlog_dir: str) -> Callable[[Iterator[Any]], Iterator[tuple]]
     """Per partition: rebuild each replaced event with protocol/rewrite.py; yield the ones that are not valid."""
 
     def run(rows: Iterator[Any]) -> Iterator[tuple]:
-        from protocol.checksum import crc_ok
-        from protocol.rewrite import RewriteError, begin_event, dummy_event
+        from binlogd.protocol.checksum import crc_ok
+        from binlogd.protocol.rewrite import RewriteError, begin_event, dummy_event
 
         for file, start, length, action, has_crc in rows:
             try:

@@ -82,11 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         if not d.exists():
             print(f"binlogd-audit: --relay-logs {k}={d}: no such directory or index file", file=sys.stderr)
             return 2
+    from binlogd.spark_analytics.audit import STEPS, AuditError, run_audit
+    from binlogd.spark_analytics.report import write_outputs
+    from binlogd.spark_analytics.session import build_session
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from spark_analytics.audit import STEPS, AuditError, run_audit
-    from spark_analytics.report import write_outputs
-    from spark_analytics.session import build_session
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

@@ -16,8 +16,7 @@ from typing import Any
 
 import pymysql
 import pytest
-
-from protocol.constants import (
+from binlogd.protocol.constants import (
     BINLOG_MAGIC,
     CRC_LEN,
     FL_STANDALONE,
@@ -32,7 +31,7 @@ from protocol.constants import (
     WRITE_ROWS_COMPRESSED_EVENT_V1,
     XID_EVENT,
 )
-from protocol.events import (
+from binlogd.protocol.events import (
     FormatDescriptionBody,
     GtidBody,
     QueryBody,
@@ -47,6 +46,7 @@ from protocol.events import (
     parse_event,
     parse_header,
 )
+
 from tests.harness import MariaDB, free_port
 from tests.harness.applier import ApplierProc
 from tests.harness.binlogd import REPO_ROOT
@@ -396,12 +396,12 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
         ("--target=mysql://root@h:1", "--channel=a=mysql://h:1", "--replicate-rewrite-db=nodelimiter"): "",
     }
     for args, text in cases.items():
-        r = subprocess.run([sys.executable, "-m", "applier.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                           timeout=30)
+        r = subprocess.run([sys.executable, "-m", "binlogd.applier.cli", *args], cwd=REPO_ROOT, capture_output=True,
+                           text=True, timeout=30)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert text in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
-    r = subprocess.run([sys.executable, "-m", "applier.cli", "--help"], cwd=REPO_ROOT, capture_output=True, text=True,
-                       timeout=30)
+    r = subprocess.run([sys.executable, "-m", "binlogd.applier.cli", "--help"], cwd=REPO_ROOT, capture_output=True,
+                       text=True, timeout=30)
     assert r.returncode == 0 and "FILTER_ON_SLAVE" in r.stdout and "--replicate-wild-do-table" in r.stdout
 
 

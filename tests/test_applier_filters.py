@@ -11,11 +11,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from applier.admin import AdminError, parse_change_filter
-from applier.filters import (
+from binlogd.applier.admin import AdminError, parse_change_filter
+from binlogd.applier.filters import (
     ConfiguredBy,
     FilterError,
     FilterRegistry,
@@ -26,6 +23,8 @@ from applier.filters import (
     updated_tables,
     wild_regex,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 T = FilterType
 SO, SOC = ConfiguredBy.STARTUP_OPTIONS.value, ConfiguredBy.STARTUP_OPTIONS_FOR_CHANNEL.value
@@ -263,7 +262,7 @@ def test_updated_tables_lists_targets_only():
 def test_updated_tables_narrows_a_tables_info_list():
     """A tables-info event lists read-only tables too (the seed's rule); the filters must only see the changed ones,
     with default-database entries left unresolved (None) so a rewritten default database applies."""
-    from protocol.tables_info import encode_tables_info, parse_tables_info, tables_of_statement
+    from binlogd.protocol.tables_info import encode_tables_info, parse_tables_info, tables_of_statement
 
     sql = "INSERT INTO t1 SELECT * FROM db2.t2"
     info = parse_tables_info(encode_tables_info(tables_of_statement(sql, "db1"), "db1"))

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pymysql
 import pytest
+from binlogd.applier.filters import FilterRegistry, FilterType
 
-from applier.filters import FilterRegistry, FilterType
 from tests.harness.applier import running_applier
 from tests.harness.mariadb import HOST, MariaDB, free_port, wait_until
 

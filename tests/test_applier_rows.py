@@ -10,11 +10,8 @@ import contextlib
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from applier.config import ConfigError, parse_channel, parse_endpoint
-from applier.rows import (
+from binlogd.applier.config import ConfigError, parse_channel, parse_endpoint
+from binlogd.applier.rows import (
     T_DATETIME2,
     T_LONG,
     T_NEWDECIMAL,
@@ -25,8 +22,10 @@ from applier.rows import (
     decode_rows,
     decode_table_map,
 )
-from protocol.constants import UPDATE_ROWS_EVENT, WRITE_ROWS_EVENT
-from protocol.events import EventDecodeError, TableMapBody
+from binlogd.protocol.constants import UPDATE_ROWS_EVENT, WRITE_ROWS_EVENT
+from binlogd.protocol.events import EventDecodeError, TableMapBody
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def _map(types: bytes, meta: bytes) -> TableMapBody:

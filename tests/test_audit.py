@@ -178,7 +178,7 @@ def run_scenario(base: Path, binlog_dir: Path, template: Path, with_replica: boo
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_analytics.session import build_session
+    from binlogd.spark_analytics.session import build_session
 
     s = build_session("local[2]")
     yield s
@@ -251,7 +251,7 @@ def generated_scenario(tmp_path_factory: pytest.TempPathFactory, mariadb_base: P
 
 def audit(spark, sc: Scenario, out: Path, ledger: Path | None = None, relay: Path | None = None) -> tuple[int, dict]:
     """Run the CLI in this process (same Spark session); exit status and summary.json."""
-    from spark_analytics.cli import main
+    from binlogd.spark_analytics.cli import main
 
     args = ["--binlog-dir", str(sc.binlog_dir), "--ledger", str(ledger or sc.ledger_dir), "--out", str(out), "--quiet"]
     relay = relay or sc.relay_dir
@@ -493,7 +493,7 @@ def test_truncated_relay_log_is_caught(spark, oracle_scenario: Scenario, tmp_pat
 
 
 def test_cli_could_not_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from spark_analytics.cli import main
+    from binlogd.spark_analytics.cli import main
 
     assert main(["--binlog-dir", str(tmp_path / "nope"), "--ledger", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "--binlog-dir" in capsys.readouterr().err
@@ -507,7 +507,7 @@ def test_cli_could_not_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_cli_empty_ledger_dir(spark, oracle_scenario: Scenario, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
-    from spark_analytics.cli import main
+    from binlogd.spark_analytics.cli import main
 
     rc = main(["--binlog-dir", str(oracle_scenario.binlog_dir), "--ledger", str(tmp_path), "--out",
                str(tmp_path / "o"), "--quiet"])

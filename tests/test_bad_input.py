@@ -25,14 +25,14 @@ from typing import Any
 
 import pymysql
 import pytest
+from binlogd.protocol.binlog_file import scan
+from binlogd.protocol.commands import build_binlog_dump, build_register_slave
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from protocol.binlog_file import scan
-from protocol.commands import build_binlog_dump, build_register_slave
 from tests.harness import REPO_ROOT, Binlogd
+from tests.oracle_data import ORACLE
 
-ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle" / "mariadb-10.11" / "dump"
 ORACLE_FILES = ("mysql-bin.000001", "mysql-bin.000002")
 TIMEOUT = 3.0  # seconds any single answer may take
 
@@ -757,7 +757,7 @@ def test_server_id_zero_dumps_do_not_kill_each_other(server: Binlogd) -> None:
 
 def run_cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
     """`python -m server.cli serve ...`; a server that starts serving instead of failing is a test failure."""
-    cmd = [sys.executable, "-m", "server.cli", "serve", *args]
+    cmd = [sys.executable, "-m", "binlogd.server.cli", "serve", *args]
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -9,13 +9,18 @@ import threading
 from pathlib import Path
 
 import pytest
-
-from protocol.binlog_file import scan, verify
-from protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, GTID_EVENT, LOG_EVENT_BINLOG_IN_USE_F, ROTATE_EVENT
-from protocol.groups import GroupTracker, last_group_end
-from protocol.gtid import Gtid, peek_gtid
-from server.binlog_writer import BinlogWriteError, BinlogWriter
-from server.demo import demo_files
+from binlogd.protocol.binlog_file import scan, verify
+from binlogd.protocol.constants import (
+    BIN_LOG_HEADER_SIZE,
+    FLAGS_OFFSET,
+    GTID_EVENT,
+    LOG_EVENT_BINLOG_IN_USE_F,
+    ROTATE_EVENT,
+)
+from binlogd.protocol.groups import GroupTracker, last_group_end
+from binlogd.protocol.gtid import Gtid, peek_gtid
+from binlogd.server.binlog_writer import BinlogWriteError, BinlogWriter
+from binlogd.server.demo import demo_files
 
 DEMO = demo_files()
 NAMES = sorted(n for n in DEMO if not n.endswith(".index"))

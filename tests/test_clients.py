@@ -32,15 +32,15 @@ from typing import Any
 
 import pymysql
 import pytest
+from binlogd.protocol.binlog_file import scan, verify
+from binlogd.protocol.commands import build_binlog_dump, build_register_slave
+from binlogd.protocol.gtid import peek_gtid
 from pymysqlreplication import BinLogStreamReader
 
-from protocol.binlog_file import scan, verify
-from protocol.commands import build_binlog_dump, build_register_slave
-from protocol.gtid import peek_gtid
 from tests.dumpclient import raw_dump
 from tests.harness import Binlogd, MariaDB, find_binary, make_primary_from_binlogs, wait_until
+from tests.oracle_data import ORACLE
 
-ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle" / "mariadb-10.11" / "dump"
 ORACLE_FILES = ("mysql-bin.000001", "mysql-bin.000002")
 FDE_FLAGS_OFFSET = 4 + 17  # low byte of the first event's flags in a binlog file
 LOG_EVENT_BINLOG_IN_USE_F = 0x01

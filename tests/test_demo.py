@@ -31,10 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-from protocol.binlog_file import scan, verify
-from protocol.checksum import crc_ok
-from protocol.constants import (
+from binlogd.protocol.binlog_file import scan, verify
+from binlogd.protocol.checksum import crc_ok
+from binlogd.protocol.constants import (
     BINLOG_CHECKPOINT_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_LIST_EVENT,
@@ -49,7 +48,7 @@ from protocol.constants import (
     QUERY_EVENT,
     XID_EVENT,
 )
-from protocol.events import (
+from binlogd.protocol.events import (
     FormatDescriptionBody,
     GtidBody,
     GtidListBody,
@@ -59,8 +58,8 @@ from protocol.events import (
     iter_binlog,
     parse_event,
 )
-from server.cli import main
-from server.demo import (
+from binlogd.server.cli import main
+from binlogd.server.demo import (
     DEMO_ROWS_FLAGGED,
     DEMO_ROWS_UNFLAGGED,
     DEMO_SERVER_VERSION,
@@ -69,6 +68,7 @@ from server.demo import (
     demo_session_sql,
     write_demo_dir,
 )
+
 from tests.harness import Binlogd, MariaDB
 
 BINLOGS = ["mysql-bin.000001", "mysql-bin.000002"]
@@ -299,8 +299,8 @@ def test_demo_dir_refuses_non_empty_dir(tmp_path: Path, capsys: pytest.CaptureFi
     assert sorted(p.name for p in d.iterdir()) == ["notes.txt"], "nothing may be written on refusal"
 
     # the console entry point exits with 2 as well
-    proc = subprocess.run([sys.executable, "-m", "server.cli", "demo-dir", str(d)], capture_output=True, text=True,
-                          timeout=30)
+    proc = subprocess.run([sys.executable, "-m", "binlogd.server.cli", "demo-dir", str(d)], capture_output=True,
+                          text=True, timeout=30)
     assert proc.returncode == 2 and "refusing to write the demo binlogs" in proc.stderr
 
     (d / "mysql-bin.000007").write_bytes(b"stale")

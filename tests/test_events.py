@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import struct
 import zlib
-from pathlib import Path
 
 import pytest
-
-from protocol.checksum import crc_ok, event_crc, with_crc
-from protocol.constants import (
+from binlogd.protocol.checksum import crc_ok, event_crc, with_crc
+from binlogd.protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     BINLOG_CHECKPOINT_EVENT,
     FL_GROUP_COMMIT_ID,
@@ -61,8 +59,8 @@ from protocol.constants import (
     WRITE_ROWS_EVENT_V1,
     XID_EVENT,
 )
-from protocol.describe import collation_name, describe, describe_raw, format_double
-from protocol.events import (
+from binlogd.protocol.describe import collation_name, describe, describe_raw, format_double
+from binlogd.protocol.events import (
     MARIADB_10_11_POST_HEADER_LENGTHS,
     AnnotateRowsBody,
     AutoIncrement,
@@ -123,7 +121,8 @@ from protocol.events import (
     parse_user_var,
 )
 
-ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle" / "mariadb-10.11" / "dump"
+from tests.oracle_data import ORACLE
+
 SERVER_VERSION = "10.11.19-MariaDB-0+deb12u1-log"
 
 

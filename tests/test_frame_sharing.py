@@ -6,9 +6,10 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from protocol.decision import Compat
-from server.dump import DumpParams, DumpStream
-from server.store import BinlogStore
+from binlogd.protocol.decision import Compat
+from binlogd.server.dump import DumpParams, DumpStream
+from binlogd.server.store import BinlogStore
+
 from tests.oracle_data import oracle_dir
 
 

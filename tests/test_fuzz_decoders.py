@@ -11,14 +11,10 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from protocol.constants import (
+from binlogd.protocol.constants import (
     FL_COMMIT_ALTER_E1,
     FL_COMPLETED_XA,
     FL_EXTRA_MULTI_ENGINE_E1,
@@ -32,8 +28,8 @@ from protocol.constants import (
     TABLE_MAP_EVENT,
     USER_VAR_EVENT,
 )
-from protocol.describe import describe, describe_raw, format_decimal
-from protocol.events import (
+from binlogd.protocol.describe import describe, describe_raw, format_decimal
+from binlogd.protocol.events import (
     BODY_DECODERS,
     EventDecodeError,
     EventHeader,
@@ -76,8 +72,11 @@ from protocol.events import (
     parse_xa_prepare,
     parse_xid,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle" / "mariadb-10.11" / "dump"
+from tests.oracle_data import ORACLE
+
 FUZZ = settings(max_examples=120, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW_CALL_S = 1.0
 ALGS = (0, 1, 255)

@@ -12,10 +12,10 @@ import struct
 from pathlib import Path
 
 import pytest
+from binlogd.protocol.commands import build_binlog_dump
+from binlogd.protocol.constants import GTID_EVENT
+from binlogd.protocol.events import iter_binlog
 
-from protocol.commands import build_binlog_dump
-from protocol.constants import GTID_EVENT
-from protocol.events import iter_binlog
 from tests.dumpclient import DumpCapture, raw_dump
 from tests.oracle_data import ORACLE
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from binlogd.server.ledger import Ledger, LedgerError, file_name, scan_directory
 
-from server.ledger import Ledger, LedgerError, file_name, scan_directory
 from tests.harness.binlogd import REPO_ROOT
 from tests.oracle_data import oracle_dir
 
@@ -135,8 +135,8 @@ def test_open_errors(tmp_path: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "server.cli", "serve", *args], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "binlogd.server.cli", "serve", *args], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_cli_bad_ledger_paths(tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ def test_cli_bad_ledger_paths(tmp_path: Path) -> None:
 
 
 def test_cli_ledger_defaults() -> None:
-    from server.cli import _ledger_dir, build_parser
+    from binlogd.server.cli import _ledger_dir, build_parser
 
     def ledger_for(*argv: str) -> Path | None:
         return _ledger_dir(build_parser().parse_args(["serve", *argv]))
@@ -178,7 +178,7 @@ def test_why_comes_from_the_decision_rules() -> None:
     `decide()`, and only non-SEND actions have a reason."""
     import itertools
 
-    from protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, decide, explain
+    from binlogd.protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, decide, explain
 
     for cap, skip, annotate, compat in itertools.product(range(5), (False, True), (False, True), Compat):
         policy = ReplicaPolicy(cap, skip, annotate, compat)
@@ -193,7 +193,7 @@ def test_why_comes_from_the_decision_rules() -> None:
 
 
 def test_ev_line_is_json_for_any_file_name() -> None:
-    from server.ledger import ev_line
+    from binlogd.server.ledger import ev_line
 
     for name in ("mysql-bin.000001", 'we"ird%s\\name.000001', "bin\u00e9.000002"):
         fj = json.dumps(name)

@@ -7,8 +7,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from protocol.binlog_file import scan
-from protocol.commands import build_binlog_dump
+from binlogd.protocol.binlog_file import scan
+from binlogd.protocol.commands import build_binlog_dump
+
 from tests.dumpclient import raw_dump
 from tests.oracle_data import ORACLE
 

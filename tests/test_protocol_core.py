@@ -8,12 +8,9 @@ import struct
 import zlib
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from protocol.binlog_file import BinlogFormatError, scan, verify
-from protocol.checksum import crc_ok
-from protocol.commands import (
+from binlogd.protocol.binlog_file import BinlogFormatError, scan, verify
+from binlogd.protocol.checksum import crc_ok
+from binlogd.protocol.commands import (
     CommandError,
     build_binlog_dump,
     build_register_slave,
@@ -21,11 +18,11 @@ from protocol.commands import (
     parse_binlog_dump_gtid,
     parse_register_slave,
 )
-from protocol.constants import MAX_PACKET_PAYLOAD
-from protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, clamp_capability, decide
-from protocol.gtid import BinlogState, Gtid, GtidError, parse_gtid_list
-from protocol.packets import PacketError, PacketReader, eof_packet, err_packet, frame, ok_packet, parse_err
-from protocol.rewrite import (
+from binlogd.protocol.constants import MAX_PACKET_PAYLOAD
+from binlogd.protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, clamp_capability, decide
+from binlogd.protocol.gtid import BinlogState, Gtid, GtidError, parse_gtid_list
+from binlogd.protocol.packets import PacketError, PacketReader, eof_packet, err_packet, frame, ok_packet, parse_err
+from binlogd.protocol.rewrite import (
     RewriteError,
     begin_event,
     dummy_event,
@@ -34,6 +31,9 @@ from protocol.rewrite import (
     fix_fde,
     heartbeat,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.oracle_data import ORACLE
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pymysql
 import pytest
+from binlogd.protocol.constants import FLAGS_OFFSET
 
-from protocol.constants import FLAGS_OFFSET
 from tests.harness import Binlogd, MariaDB
 
 DB = "w"

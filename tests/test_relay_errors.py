@@ -15,22 +15,22 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-
-from protocol.constants import (
+from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     FLAGS_OFFSET,
     HEARTBEAT_LOG_EVENT,
     LOG_EVENT_IGNORABLE_F,
     ROTATE_EVENT,
 )
-from protocol.events import build_event, iter_binlog
-from protocol.groups import last_group_end
-from protocol.rewrite import fix_fde
-from server.binlog_writer import BinlogWriter
-from server.demo import write_demo_dir
-from server.relay.status import RelayStatus
-from server.relay.storage import FilePosNeeded, RelayError, RelayStorage
-from server.sql_surface import Ok, ResultSet, SessionState, SqlError, execute
+from binlogd.protocol.events import build_event, iter_binlog
+from binlogd.protocol.groups import last_group_end
+from binlogd.protocol.rewrite import fix_fde
+from binlogd.server.binlog_writer import BinlogWriter
+from binlogd.server.demo import write_demo_dir
+from binlogd.server.relay.status import RelayStatus
+from binlogd.server.relay.storage import FilePosNeeded, RelayError, RelayStorage
+from binlogd.server.sql_surface import Ok, ResultSet, SessionState, SqlError, execute
+
 from tests.harness import MariaDB
 from tests.test_relay import (
     relay_args,

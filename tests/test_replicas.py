@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pymysql
 import pytest
+from binlogd.protocol.binlog_file import scan
 from harness import MariaDB
-
-from protocol.binlog_file import scan
 
 WORKLOAD = """
 CREATE DATABASE shop;

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from protocol.binlog_file import scan
-from protocol.connection import ClientConfig, ReplicationClient, ReplicationError, native_password_scramble
-from protocol.constants import (
+from binlogd.protocol.binlog_file import scan
+from binlogd.protocol.connection import ClientConfig, ReplicationClient, ReplicationError, native_password_scramble
+from binlogd.protocol.constants import (
     BINLOG_CHECKPOINT_EVENT,
     BINLOG_CHECKSUM_ALG_CRC32,
     FORMAT_DESCRIPTION_EVENT,
@@ -31,7 +30,8 @@ from protocol.constants import (
     LOG_EVENT_SKIP_REPLICATION_F,
     ROTATE_EVENT,
 )
-from protocol.events import parse_event, parse_header
+from binlogd.protocol.events import parse_event, parse_header
+
 from tests.oracle_data import oracle_dir
 
 BIG = 17 * 1024 * 1024  # one row event larger than a 16 MiB packet: exercises reassembly

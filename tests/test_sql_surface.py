@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from binlogd.server import sysvars
+from binlogd.server.sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, like_match
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from server import sysvars
-from server.sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, like_match
 
 VERSION = "10.11.19-MariaDB-binlogd-log"
 SYNTAX = ("You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server "

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
+from binlogd.protocol.binlog_file import scan, verify
+from binlogd.protocol.constants import GTID_EVENT, QUERY_EVENT
+from binlogd.protocol.events import parse_event
 from harness.mariadb import free_port, wait_until
-
-from protocol.binlog_file import scan, verify
-from protocol.constants import GTID_EVENT, QUERY_EVENT
-from protocol.events import parse_event
 
 WRITERS = 8  # the concurrency the issue asks the server to take
 

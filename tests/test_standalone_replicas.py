@@ -17,10 +17,8 @@ from typing import Any
 
 import pymysql
 import pytest
-from harness import MariaDB
-
-from protocol.binlog_file import scan, verify
-from protocol.constants import (
+from binlogd.protocol.binlog_file import scan, verify
+from binlogd.protocol.constants import (
     BINLOG_CHECKPOINT_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
@@ -30,7 +28,8 @@ from protocol.constants import (
     QUERY_EVENT,
     ROTATE_EVENT,
 )
-from protocol.events import parse_event
+from binlogd.protocol.events import parse_event
+from harness import MariaDB
 
 WORKLOAD = [
     "CREATE DATABASE shop",

@@ -14,10 +14,9 @@ from typing import Any
 
 import pymysql
 import pytest
-
-from protocol.binlog_file import scan, verify
-from protocol.commands import build_binlog_dump
-from protocol.constants import (
+from binlogd.protocol.binlog_file import scan, verify
+from binlogd.protocol.commands import build_binlog_dump
+from binlogd.protocol.constants import (
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_LIST_EVENT,
@@ -27,7 +26,7 @@ from protocol.constants import (
     USER_VAR_EVENT,
     XID_EVENT,
 )
-from protocol.events import parse_event
+from binlogd.protocol.events import parse_event
 
 
 def start(binlogd: Any, datadir: Path, *extra: str) -> Any:

@@ -8,15 +8,14 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from binlogd.protocol.constants import USER_VAR_EVENT
+from binlogd.protocol.describe import describe
+from binlogd.protocol.events import build_event, parse_user_var
+from binlogd.server.sql_surface import DecimalText, SqlError
+from binlogd.server.standalone.classify import Kind, classify
+from binlogd.server.standalone.logger import decimal_value, user_var_body
 from hypothesis import given
 from hypothesis import strategies as st
-
-from protocol.constants import USER_VAR_EVENT
-from protocol.describe import describe
-from protocol.events import build_event, parse_user_var
-from server.sql_surface import DecimalText, SqlError
-from server.standalone.classify import Kind, classify
-from server.standalone.logger import decimal_value, user_var_body
 
 KINDS = [
     ("INSERT INTO d.t VALUES (1)", Kind.DML),

@@ -9,11 +9,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from protocol.checksum import event_crc
-from protocol.constants import (
+from binlogd.protocol.checksum import event_crc
+from binlogd.protocol.constants import (
     BINLOG_CHECKSUM_ALG_CRC32,
     BINLOG_CHECKSUM_ALG_OFF,
     CRC_LEN,
@@ -23,9 +20,9 @@ from protocol.constants import (
     QUERY_EVENT,
     USER_VAR_EVENT,
 )
-from protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, decide
-from protocol.describe import describe
-from protocol.events import (
+from binlogd.protocol.decision import Action, Compat, DecisionTable, ReplicaPolicy, decide
+from binlogd.protocol.describe import describe
+from binlogd.protocol.events import (
     MARIADB_10_11_POST_HEADER_LENGTHS,
     EventDecodeError,
     FormatDescriptionBody,
@@ -36,8 +33,8 @@ from protocol.events import (
     parse_format_description,
     parse_header,
 )
-from protocol.rewrite import dummy_event
-from protocol.tables_info import (
+from binlogd.protocol.rewrite import dummy_event
+from binlogd.protocol.tables_info import (
     _TABLES_INFO,
     TABLES_INFO_EVENT,
     TABLES_INFO_HEADER_LEN,
@@ -51,6 +48,8 @@ from protocol.tables_info import (
     tables_info_hook,
     tables_of_statement,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # --- tables_of_statement: the seed's examples and the DML forms -------------------------------------------
 

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pymysql
 import pytest
-
-from protocol.checksum import crc_ok, set_crc
-from protocol.commands import build_binlog_dump
-from protocol.constants import (
+from binlogd.protocol.checksum import crc_ok, set_crc
+from binlogd.protocol.commands import build_binlog_dump
+from binlogd.protocol.constants import (
     FORMAT_DESCRIPTION_EVENT,
     HEADER_LEN,
     INTVAR_EVENT,
@@ -31,7 +30,7 @@ from protocol.constants import (
     RAND_EVENT,
     USER_VAR_EVENT,
 )
-from protocol.events import (
+from binlogd.protocol.events import (
     build_event,
     encode_format_description,
     iter_binlog,
@@ -39,13 +38,14 @@ from protocol.events import (
     parse_header,
     parse_query,
 )
-from protocol.tables_info import (
+from binlogd.protocol.tables_info import (
     TABLES_INFO_EVENT,
     declare_in_fde,
     parse_tables_info,
     tables_info_event,
     tables_of_statement,
 )
+
 from tests.dumpclient import raw_dump
 from tests.harness import MariaDB, find_binary
 

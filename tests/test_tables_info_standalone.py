@@ -17,12 +17,9 @@ from pathlib import Path
 
 import pymysql
 import pytest
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import QueryEvent
-
-from protocol.binlog_file import scan
-from protocol.commands import build_binlog_dump
-from protocol.constants import (
+from binlogd.protocol.binlog_file import scan
+from binlogd.protocol.commands import build_binlog_dump
+from binlogd.protocol.constants import (
     FORMAT_DESCRIPTION_EVENT,
     HEADER_LEN,
     INTVAR_EVENT,
@@ -31,8 +28,11 @@ from protocol.constants import (
     RAND_EVENT,
     USER_VAR_EVENT,
 )
-from protocol.events import parse_event, parse_format_description, parse_header
-from protocol.tables_info import TABLES_INFO_EVENT, TABLES_INFO_HEADER_LEN, parse_tables_info
+from binlogd.protocol.events import parse_event, parse_format_description, parse_header
+from binlogd.protocol.tables_info import TABLES_INFO_EVENT, TABLES_INFO_HEADER_LEN, parse_tables_info
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import QueryEvent
+
 from tests.dumpclient import raw_dump
 from tests.harness import find_binary, wait_until
 
@@ -192,7 +192,7 @@ def test_option_is_for_the_standalone_primary_only(harness_dir: Path) -> None:
     d = harness_dir / "d"
     d.mkdir()
     for args in (["--binlog-dir", str(d)], ["--upstream", "mysql://root:@127.0.0.1:1"]):
-        out = subprocess.run([sys.executable, "-m", "server.cli", "serve", *args,
+        out = subprocess.run([sys.executable, "-m", "binlogd.server.cli", "serve", *args,
                               "--binlog-with-tables-info"], capture_output=True, text=True, timeout=60)
         assert out.returncode == 2, out
         assert "--binlog-with-tables-info is for the standalone primary" in out.stderr

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from server.binlog_writer import BinlogWriter
+from binlogd.server.binlog_writer import BinlogWriter
 
 from .status import RelayStatus
 from .storage import RelayStorage

@@ -19,8 +19,8 @@ import logging
 import struct
 from typing import TYPE_CHECKING
 
-from protocol.binlog_file import BinlogFormatError, fde_checksum_alg
-from protocol.constants import (
+from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKSUM_ALG_CRC32,
     CRC_LEN,
@@ -34,15 +34,15 @@ from protocol.constants import (
     LOG_EVENT_IGNORABLE_F,
     ROTATE_EVENT,
 )
-from protocol.groups import GroupTracker
-from protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
+from binlogd.protocol.groups import GroupTracker
+from binlogd.protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
 
 from .status import ER_SLAVE_RELAY_LOG_WRITE_FAILURE, RelayStatus
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from server.binlog_writer import BinlogWriter
+    from binlogd.server.binlog_writer import BinlogWriter
 
 log = logging.getLogger("binlogd.relay")
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from protocol.connection import CR_MALFORMED_PACKET, ClientConfig, ReplicationClient, ReplicationError
-from protocol.constants import BIN_LOG_HEADER_SIZE
+from binlogd.protocol.connection import CR_MALFORMED_PACKET, ClientConfig, ReplicationClient, ReplicationError
+from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE
 
 from .status import (
     ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,

@@ -20,10 +20,9 @@ import re
 from dataclasses import dataclass
 
 import sqlglot
+from binlogd.protocol.constants import ER_NO_DB_ERROR, ER_PARSE_ERROR
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
-
-from protocol.constants import ER_NO_DB_ERROR, ER_PARSE_ERROR
 
 from ..sql_surface import SqlError, not_supported
 

@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Callable
 
-from protocol.constants import (
+from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKPOINT_EVENT,
     FORMAT_DESCRIPTION_EVENT,
@@ -25,7 +25,7 @@ from protocol.constants import (
     HEADER_LEN,
     ROTATE_EVENT,
 )
-from protocol.events import (
+from binlogd.protocol.events import (
     BinlogCheckpointBody,
     FormatDescriptionBody,
     Gtid,
@@ -37,8 +37,8 @@ from protocol.events import (
     encode_gtid_list,
     encode_rotate,
 )
-from protocol.gtid import BinlogState
-from protocol.gtid import Gtid as StateGtid
+from binlogd.protocol.gtid import BinlogState
+from binlogd.protocol.gtid import Gtid as StateGtid
 
 from ..binlog_writer import BinlogWriter, RecoveryReport
 from ..sql_surface import SqlError

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
-from protocol.constants import (
+from binlogd.protocol.constants import (
     FL_ALLOW_PARALLEL,
     FL_DDL,
     FL_STANDALONE,
@@ -53,7 +53,7 @@ from protocol.constants import (
     USER_VAR_EVENT,
     XID_EVENT,
 )
-from protocol.events import (
+from binlogd.protocol.events import (
     AutoIncrement,
     GtidBody,
     IntvarBody,

@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from binlogd.protocol.constants import LOG_EVENT_SUPPRESS_USE_F
+from binlogd.protocol.events import AutoIncrement, QueryCharset
 from mysql_mimic.charset import Collation
-
-from protocol.constants import LOG_EVENT_SUPPRESS_USE_F
-from protocol.events import AutoIncrement, QueryCharset
 
 from .. import sysvars as SV
 from ..binlog_writer import BinlogWriteError, BinlogWriter

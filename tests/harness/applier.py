@@ -26,8 +26,8 @@ class ApplierProc:
     def start(self) -> ApplierProc:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "applier.cli", *self.args], cwd=REPO_ROOT, env=env,
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen([sys.executable, "-m", "binlogd.applier.cli", *self.args], cwd=REPO_ROOT,
+                                         env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         return self
 
     @property

@@ -63,7 +63,7 @@ class Binlogd:
         env: Mapping[str, str] | None = None,
         user: str = "root",
         password: str = "",
-        module: str = "server.cli",
+        module: str = "binlogd.server.cli",
     ) -> Binlogd:
         """Start ``python -m server.cli serve --port PORT *args`` and wait until SELECT 1 works.
 
