@@ -1,0 +1,1 @@
+"""binlogd as a test harness: build binlogs from Python, serve them, inject faults, run real MariaDB peers."""
