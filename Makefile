@@ -57,9 +57,12 @@ java:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless; }
 
+# Two pytest-xdist workers by default (most tests wait on MariaDB servers); a test file stays on one worker, so its
+# module-scoped servers and Spark session start once. PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 test: deps mariadb java
 	$(BIN)/ruff check binlogd protocol server applier spark_analytics tests benchmarks
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 lint: deps
 	$(BIN)/ruff check binlogd protocol server applier spark_analytics tests benchmarks

@@ -30,6 +30,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import warnings
@@ -313,10 +314,16 @@ atexit.register(kill_all_live)
 # datadir creation
 
 
+# mariadb-install-db runs of concurrent test sessions (pytest-xdist workers, two checkouts) are serialised
+# machine-wide: concurrent bootstraps sometimes failed on each other's temporary files in /tmp.
+INSTALL_DB_LOCK = Path(tempfile.gettempdir()) / "binlogd-mariadb-install-db.lock"
+
+
 def _install_db(datadir: Path, log: Path) -> None:
-    """Run mariadb-install-db into ``datadir`` (which must not exist yet)."""
+    """Run mariadb-install-db into ``datadir`` (which must not exist yet), one run at a time on this machine."""
     cmd = [_require_binary("mariadb-install-db"), *INSTALL_DB_ARGS, f"--datadir={datadir}"]
-    with open(log, "wb") as out:
+    with open(log, "wb") as out, open(INSTALL_DB_LOCK, "a") as lockf:
+        fcntl.flock(lockf, fcntl.LOCK_EX)
         rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
     if rc != 0:
         raise HarnessError(f"mariadb-install-db failed (exit {rc}):\n{_tail(log)}")
