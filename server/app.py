@@ -22,6 +22,7 @@ from .connection import ReplicationConnection, ReplicationSession
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
+from .startup import DirLock, check_writable_dir, is_within, listen
 from .store import BinlogStore, DirectoryWatcher
 
 if TYPE_CHECKING:
@@ -59,7 +60,21 @@ class BinlogdServer(MysqlServer):
         self.max_connections = max_connections
         self._next_id = 0
         self.connections: dict[int, ReplicationConnection] = {}
+        self._servers: list[asyncio.Server] = []
         primary.connections = lambda: len(self.connections)
+
+    async def serve_sockets(self, socks: list[socket.socket]) -> None:
+        """Accept on sockets `startup.listen` bound and listened on before anything was written."""
+        for s in socks:
+            self._servers.append(await asyncio.start_server(self._client_connected_cb, sock=s))
+
+    def close(self) -> None:
+        for s in self._servers:
+            s.close()
+
+    async def wait_closed(self) -> None:
+        for s in self._servers:
+            await s.wait_closed()
 
     async def _client_connected_cb(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
@@ -99,13 +114,55 @@ class BinlogdServer(MysqlServer):
 
 
 async def serve(cfg: ServeConfig, ready: asyncio.Event | None = None) -> None:
-    # first, so that a bad --ledger stops the server before anything else starts (file I/O: in a thread)
-    ledger = await asyncio.to_thread(Ledger.open, cfg.ledger_dir, cfg.ledger_max_size) if cfg.ledger_dir else None
+    """Run binlogd until SIGTERM/SIGINT.
+
+    Start-up is ordered so that a refused start writes nothing (server/startup.py): first every check that
+    needs no write (users file, directories, a --binlog-dir's files), then the port, then the lock of each
+    directory binlogd writes, and only then the binlog (recovery, a new file) and the ledger.
+    A refusal is a `StartupError` (or the users file's / the store's own error) with a one-line message.
+    """
+    idp, dir_store = await asyncio.to_thread(_preflight, cfg)
+    socks = listen(cfg.bind_address, cfg.port)
+    locks: list[DirLock] = []
     try:
-        await _serve(cfg, ledger, ready)
+        locks = await asyncio.to_thread(_lock_dirs, cfg)
+        await _serve(cfg, idp, dir_store, socks, ready)
     finally:
-        if ledger is not None:
-            await asyncio.to_thread(ledger.close)  # after the dumps' close records
+        for s in socks:
+            s.close()
+        for lock in locks:
+            lock.release()
+
+
+def _writes_datadir(cfg: ServeConfig) -> bool:
+    return cfg.standalone or cfg.upstream is not None
+
+
+def _preflight(cfg: ServeConfig) -> tuple[BinlogdIdentityProvider, BinlogStore | None]:
+    """Everything that can be checked without writing: the users, the directories to write, and in directory
+    mode the store itself (it only reads)."""
+    idp = BinlogdIdentityProvider.from_file(cfg.users_file) if cfg.users_file else BinlogdIdentityProvider.default()
+    if _writes_datadir(cfg):
+        check_writable_dir(cfg.binlog_dir, "datadir")
+    if cfg.ledger_dir is not None:
+        check_writable_dir(cfg.ledger_dir, "ledger directory")
+    store = None if _writes_datadir(cfg) else BinlogStore(cfg.binlog_dir, cfg.basename)
+    return idp, store
+
+
+def _lock_dirs(cfg: ServeConfig) -> list[DirLock]:
+    """Lock the datadir (standalone, relay) and a ledger directory outside it: one binlogd writes each."""
+    locks: list[DirLock] = []
+    try:
+        if _writes_datadir(cfg):
+            locks.append(DirLock.acquire(cfg.binlog_dir, "datadir"))
+        if cfg.ledger_dir is not None and not (_writes_datadir(cfg) and is_within(cfg.ledger_dir, cfg.binlog_dir)):
+            locks.append(DirLock.acquire(cfg.ledger_dir, "ledger directory"))
+    except BaseException:
+        for lock in locks:
+            lock.release()
+        raise
+    return locks
 
 
 def _tables_info_args(on: bool) -> dict[str, Any]:
@@ -117,25 +174,45 @@ def _tables_info_args(on: bool) -> dict[str, Any]:
     return {"tables_info": tables_info_hook, "post_header_lengths": declare_post_header_lengths()}
 
 
-async def _serve(cfg: ServeConfig, ledger: Ledger | None, ready: asyncio.Event | None) -> None:
+async def _serve(cfg: ServeConfig, idp: BinlogdIdentityProvider, dir_store: BinlogStore | None,
+                 socks: list[socket.socket], ready: asyncio.Event | None) -> None:
+    """Open the binlog source (the first write: recovery, a new file), then the ledger, then serve."""
     relay: UpstreamRelay | None = None
     standalone: StandaloneSource | None = None
-    if cfg.upstream is not None:
-        from .relay.service import open_relay
+    ledger: Ledger | None = None
+    try:
+        if cfg.upstream is not None:
+            from .relay.service import open_relay
 
-        relay = await open_relay(cfg.upstream, cfg.binlog_dir, cfg.basename or "mysql-bin", cfg.sync_binlog)
-        store = relay.storage.w.store
-    elif cfg.standalone:
-        from .standalone.source import StandaloneConfig, StandaloneSource
+            relay = await open_relay(cfg.upstream, cfg.binlog_dir, cfg.basename or "mysql-bin", cfg.sync_binlog)
+            store = relay.storage.w.store
+        elif cfg.standalone:
+            from .standalone.source import StandaloneConfig, StandaloneSource
 
-        standalone = StandaloneSource(StandaloneConfig(
-            datadir=cfg.binlog_dir, server_id=cfg.server_id, server_version=VERSION,
-            basename=cfg.basename or "mysql-bin", gtid_domain_id=cfg.gtid_domain_id,
-            max_binlog_size=cfg.max_binlog_size, sync_binlog=cfg.sync_binlog),
-            **_tables_info_args(cfg.tables_info))
-        store = await standalone.open()
-    else:
-        store = BinlogStore(cfg.binlog_dir, cfg.basename)
+            standalone = StandaloneSource(StandaloneConfig(
+                datadir=cfg.binlog_dir, server_id=cfg.server_id, server_version=VERSION,
+                basename=cfg.basename or "mysql-bin", gtid_domain_id=cfg.gtid_domain_id,
+                max_binlog_size=cfg.max_binlog_size, sync_binlog=cfg.sync_binlog),
+                **_tables_info_args(cfg.tables_info))
+            store = await standalone.open()
+        else:
+            assert dir_store is not None
+            store = dir_store
+        if cfg.ledger_dir is not None:
+            ledger = await asyncio.to_thread(Ledger.open, cfg.ledger_dir, cfg.ledger_max_size)
+        await _run(cfg, store, relay, standalone, ledger, idp, socks, ready)
+    finally:
+        if relay is not None:
+            await relay.close()
+        if standalone is not None:
+            await standalone.close()
+        if ledger is not None:
+            await asyncio.to_thread(ledger.close)  # after the dumps' close records
+
+
+async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None, standalone: StandaloneSource | None,
+               ledger: Ledger | None, idp: BinlogdIdentityProvider, socks: list[socket.socket],
+               ready: asyncio.Event | None) -> None:
     primary = Primary(store, cfg.server_id, cfg.compat, cfg.gtid_domain_id)
     if standalone is not None:
         primary.standalone, standalone.server = standalone, primary
@@ -146,16 +223,16 @@ async def _serve(cfg: ServeConfig, ledger: Ledger | None, ready: asyncio.Event |
         primary.ledger = ledger
     if relay is not None:
         primary.slave_status, primary.slave_control = relay.status.row, relay.control
-    idp = BinlogdIdentityProvider.from_file(cfg.users_file) if cfg.users_file else BinlogdIdentityProvider.default()
     server = BinlogdServer(primary, idp, cfg.max_connections)
     watcher = DirectoryWatcher(store)
-    await server.start_server(host=cfg.bind_address, port=cfg.port, reuse_address=True)
+    await server.serve_sockets(socks)
     if relay is None and standalone is None:
         watcher.start()  # binlogd's own writer wakes dumps itself
     files = store.files()
+    port = socks[0].getsockname()[1] if socks else cfg.port
     log.info("binlogd %s serving %d binlog file(s) %s..%s from %s on %s:%d as server_id %d (%s policy)%s",
              primary.version, len(files), files[0] if files else "-", files[-1] if files else "-", cfg.binlog_dir,
-             cfg.bind_address, cfg.port, cfg.server_id, cfg.compat.name.lower(),
+             cfg.bind_address, port, cfg.server_id, cfg.compat.name.lower(),
              f", relaying {cfg.upstream.label}" if cfg.upstream else "")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -173,9 +250,7 @@ async def _serve(cfg: ServeConfig, ledger: Ledger | None, ready: asyncio.Event |
             conn.kill()
         await watcher.stop()
         if relay is not None:
-            await relay.close()
-        if standalone is not None:
-            await standalone.close()
+            await relay.stop()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(server.wait_closed(), 5)
         if ledger is not None:

@@ -5,23 +5,48 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from binlogd.protocol.decision import Compat
+
+if TYPE_CHECKING:
+    from .app import ServeConfig
+    from .relay.upstream import UpstreamURL
+
+MODES = """\
+`binlogd serve` has three modes, one per source of the binlog it serves:
+  standalone (default)  binlogd serve [--datadir ./var]
+                        a primary whose only product is its binlog: clients write SQL, binlogd logs it
+  relay                 binlogd serve --upstream mysql://USER@HOST:PORT --datadir DIR
+                        a replica of a real primary that stores its binlog files byte for byte and serves them
+  directory             binlogd serve --binlog-dir DIR
+                        serves existing binlog files read-only
+"""
+
+DESCRIPTION = f"""\
+A MariaDB/MySQL binlog server: real replicas, mariadb-binlog and CDC clients connect with COM_BINLOG_DUMP, and
+each connection's SET skip_replication=1 and @mariadb_slave_capability are honoured as a MariaDB 10.11 primary
+honours them.
+
+{MODES}
+`binlogd serve --help` lists the options of each mode.
+"""
 
 EPILOG = """\
 examples:
   binlogd serve --datadir ./var --port 3307
-      a standalone primary: write with any client (mariadb -h127.0.0.1 -P3307 -uroot), every statement that
-      changes data or schema is logged to ./var/mysql-bin.NNNNNN in statement format for replicas to apply
-  binlogd serve --upstream mysql://repl:secret@10.0.0.5:3306 --datadir /var/lib/binlogd --server-id 100
-      relay mode: replicate that primary, keep its binlog files (same names and positions) in the datadir and
-      serve them; SHOW SLAVE STATUS / STOP SLAVE / START SLAVE on binlogd (docs/relay.md)
+      standalone: write with any client (mariadb -h127.0.0.1 -P3307 -uroot), every statement that changes data
+      or schema is logged to ./var/mysql-bin.NNNNNN in statement format for replicas to apply
+  BINLOGD_UPSTREAM_PASSWORD=secret binlogd serve --upstream mysql://repl@10.0.0.5:3306 --datadir /var/lib/binlogd \\
+      --server-id 100
+      relay: replicate that primary, keep its binlog files (same names and positions) in the datadir and serve
+      them; SHOW SLAVE STATUS / STOP SLAVE / START SLAVE on binlogd (docs/relay.md). The password may also come
+      from --upstream-password-file FILE; in the URL it works but ps shows it to every local user
   binlogd serve --binlog-dir /var/lib/mysql-binlogs --port 3307 --server-id 100
-      serve existing MariaDB binlog files (NAME.000001 ... plus NAME.index) read-only on 127.0.0.1:3307
+      directory: serve existing MariaDB binlog files (NAME.000001 ... plus NAME.index) read-only
   then, on a MariaDB replica:
       CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=3307, MASTER_USER='root', MASTER_PASSWORD='',
                        MASTER_USE_GTID=slave_pos;
@@ -29,7 +54,29 @@ examples:
       START SLAVE;
   or read it like a primary:
       mariadb-binlog --read-from-remote-server -h127.0.0.1 -P3307 -uroot --raw --to-last-log mysql-bin.000001
+
+exit status: 0 after a clean shutdown (SIGTERM, SIGINT); 2 when binlogd cannot start (bad options, port in use,
+datadir locked by another binlogd, unreadable files): one line on stderr says why. Those checks run before
+binlogd writes anything.
 """
+
+SERVE_USAGE = """\
+binlogd serve [common options] [--datadir DIR] [standalone options] [ledger options]
+       binlogd serve --upstream mysql://USER@HOST:PORT --datadir DIR [common options] [relay options] ...
+       binlogd serve --binlog-dir DIR [common options] [ledger options]"""
+
+UPSTREAM_PASSWORD_ENV = "BINLOGD_UPSTREAM_PASSWORD"
+DEFAULT_DATADIR = Path("var")
+DEFAULT_MAX_BINLOG_SIZE = 1 << 30
+DEFAULT_UPSTREAM_HEARTBEAT = 30.0
+DEFAULT_UPSTREAM_RETRY_MAX = 30.0
+DEFAULT_LEDGER_MAX_SIZE = 64 << 20
+
+log = logging.getLogger("binlogd")
+
+
+class UsageError(Exception):
+    """Options that contradict each other or a mode; the message is the one line printed (exit status 2)."""
 
 
 def _positive(v: str) -> int:
@@ -46,7 +93,7 @@ def _port(v: str) -> int:
     return n
 
 
-def _upstream_url(v: str) -> tuple[str, str, str, int]:
+def _upstream_url(v: str) -> UpstreamURL:
     from .relay.upstream import parse_upstream_url
 
     try:
@@ -66,6 +113,20 @@ def _size(v: str) -> int:
     return n
 
 
+def _basename(v: str) -> str:
+    """A binlog base name is a file name in the directory (the writer refuses others too, but only once it runs)."""
+    if not v or "/" in v or "\0" in v or v in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{v!r} is not a file name (NAME of NAME.000001)")
+    return v
+
+
+def _domain_id(v: str) -> int:
+    n = int(v)
+    if not 0 <= n <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {0xFFFFFFFF}")
+    return n
+
+
 def _ledger_dir(args: argparse.Namespace) -> Path | None:
     """--ledger DIR; by default <datadir>/ledger in the modes with a datadir; off for --binlog-dir (a directory
     that may be read-only) unless --ledger is given."""
@@ -75,75 +136,20 @@ def _ledger_dir(args: argparse.Namespace) -> Path | None:
         return args.ledger
     if args.binlog_dir is not None:
         return None
-    return (getattr(args, "datadir", None) or Path("var")) / "ledger"
+    return (getattr(args, "datadir", None) or DEFAULT_DATADIR) / "ledger"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="binlogd",
-        description="A MariaDB/MySQL binlog server: real replicas and CDC clients connect with COM_BINLOG_DUMP; "
-        "each connection's SET skip_replication=1 and @mariadb_slave_capability are honoured.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=EPILOG,
-    )
+    p = argparse.ArgumentParser(prog="binlogd", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                   help="log verbosity (default INFO)")
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="serve binlogs to replicas", formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog=EPILOG)
-    s.add_argument("--binlog-dir", type=Path,
-                   help="directory with binlog files NAME.NNNNNN and optionally NAME.index (served read-only; "
-                   "growth by an external writer is picked up)")
-    s.add_argument("--upstream", type=_upstream_url, metavar="mysql://USER:PASSWORD@HOST:PORT",
-                   help="relay mode: replicate from this MariaDB/MySQL primary, store its binlog files under the "
-                   "same names and positions in --datadir and serve them (see docs/relay.md)")
-    s.add_argument("--datadir", type=Path, default=None,
-                   help="where binlogd writes its binlog files and index (standalone and relay modes; default "
-                   "./var). Without --binlog-dir and --upstream, binlogd is a standalone primary: clients write "
-                   "SQL and every change is logged there in statement format (see docs/standalone.md)")
-    s.add_argument("--max-binlog-size", type=_size, default=1 << 30, metavar="SIZE",
-                   help="standalone mode: start a new binlog file once the current one reaches SIZE (4096 to 1G, "
-                   "default 1G, like MariaDB's max_binlog_size; a transaction is never split)")
-    s.add_argument("--sync-binlog", type=int, default=0, metavar="N",
-                   help="standalone and relay modes: fsync the binlog every N commits (relay: stored event groups) "
-                   "before acknowledging (standalone) or serving them (1: every commit survives a power loss; 0, "
-                   "the default: leave it to the OS, which survives kill -9)")
-    s.add_argument("--binlog-with-tables-info", action="store_true",
-                   help="standalone mode, startup only: precede every statement's Query event with an ignorable "
-                   "Tables_info event listing the tables it touches (seed WL#40; replicas skip it, clients that "
-                   "SET @binlogd_send_tables_info=1 get it; see docs/tables-info.md)")
-    s.add_argument("--upstream-heartbeat", type=float, default=30.0, metavar="SECONDS",
-                   help="relay mode: heartbeat period asked of the upstream; no event or heartbeat for twice as "
-                   "long means the connection is dead (default 30, like MariaDB's slave_net_timeout/2)")
-    s.add_argument("--upstream-retry-max", type=float, default=30.0, metavar="SECONDS",
-                   help="relay mode: reconnect attempts back off exponentially from 0.1 s up to this (default 30)")
-    s.add_argument("--upstream-use-gtid", action="store_true",
-                   help="relay mode: resume with the stored GTID position (like MASTER_USE_GTID=slave_pos: the "
-                   "upstream checks that binlogd's history is in its binlog) instead of the stored file/pos; the "
-                   "files stay byte-identical either way")
-    s.add_argument("--port", type=_port, default=3307, help="TCP port (default 3307)")
-    s.add_argument("--bind-address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    s.add_argument("--server-id", type=_positive, default=1,
-                   help="this primary's server_id: replicas refuse one equal to their own (default 1)")
-    s.add_argument("--users", type=Path, metavar="FILE",
-                   help="users file, lines USER:PASSWORD or USER:*NATIVEHASH; without it only root with an empty "
-                   "password is accepted, and only from loopback")
-    s.add_argument("--compat", choices=["binlogd", "mariadb"], default="binlogd",
-                   help="binlogd (default): events filtered by skip_replication become same-length dummies for "
-                   "replicas with capability < 2, and replicas' positions are moved over trailing filtered "
-                   "events; mariadb: reproduce MariaDB 10.11 byte for byte (holes)")
-    s.add_argument("--basename", help="binlog base name when the directory holds several")
-    s.add_argument("--gtid-domain-id", type=int, default=0, help="@@gtid_domain_id reported (default 0)")
-    led = s.add_mutually_exclusive_group()
-    led.add_argument("--ledger", type=Path, metavar="DIR",
-                   help="audit ledger directory: one JSON line per dump connection, per decision (runs of events "
-                   "sent as stored coalesced) and per dump end, in ledger.NNNNNN.jsonl files (docs/ledger.md; "
-                   "`binlogd-audit` checks it). Default: DATADIR/ledger when binlogd has a --datadir; off with "
-                   "--binlog-dir unless given")
-    s.add_argument("--ledger-max-size", type=_size, default=64 << 20, metavar="SIZE",
-                   help="start a new ledger file when the current one would exceed SIZE (default 64M)")
-    led.add_argument("--no-ledger", action="store_true", help="write no audit ledger")
-    d = sub.add_parser("demo-dir", help="write a small demo binlog directory (for `binlogd serve`)",
+                   help="log verbosity (default INFO; also accepted after the command)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    s = sub.add_parser("serve", help="serve binlogs to replicas (standalone, relay or directory mode)",
+                       description=MODES, usage=SERVE_USAGE, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_serve_options(s)
+    d = sub.add_parser("demo-dir", help="write a small demo binlog directory (for `binlogd serve --binlog-dir`)",
                        description="Write mysql-bin.000001, mysql-bin.000002 and mysql-bin.index into DIR: what a "
                        "MariaDB 10.11 primary (server_id 1, STATEMENT format, CRC32) writes for a small session on "
                        "demo.items, including a transaction and a DDL under SET skip_replication=1. A DIR that "
@@ -154,65 +160,187 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _add_serve_options(s: argparse.ArgumentParser) -> None:
+    """`serve`'s options in one group per mode. Mode-specific options default to None so that `main` can tell
+    an option given for the wrong mode (an error) from one left at its default."""
+    c = s.add_argument_group("common options (every mode)")
+    c.add_argument("--port", type=_port, default=3307, help="TCP port to listen on (default 3307)")
+    c.add_argument("--bind-address", default="127.0.0.1", metavar="ADDR",
+                   help="address to listen on (default 127.0.0.1; 0.0.0.0 or :: for every interface)")
+    c.add_argument("--server-id", type=_positive, default=1, metavar="N",
+                   help="this primary's server_id: replicas refuse one equal to their own; in relay mode also the "
+                   "id binlogd registers with upstream, which must differ from the upstream's (default 1)")
+    c.add_argument("--users", type=Path, metavar="FILE",
+                   help="users file, lines USER:PASSWORD or USER:*NATIVEHASH (# starts a comment); default: only "
+                   "root with an empty password, and only from loopback")
+    c.add_argument("--compat", choices=["binlogd", "mariadb"], default="binlogd",
+                   help="binlogd (default): events filtered by skip_replication become same-length dummies for "
+                   "replicas with capability < 2, and replicas' positions are moved over trailing filtered "
+                   "events; mariadb: reproduce MariaDB 10.11 byte for byte (holes)")
+    c.add_argument("--basename", type=_basename, metavar="NAME",
+                   help="binlog base name, NAME of NAME.000001 (default mysql-bin when binlogd writes; with "
+                   "--binlog-dir, needed only when the directory holds several)")
+    c.add_argument("--gtid-domain-id", type=_domain_id, default=0, metavar="N",
+                   help="@@gtid_domain_id reported, and the domain of the GTIDs the standalone primary writes "
+                   "(default 0)")
+    c.add_argument("--log-level", default=argparse.SUPPRESS, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="log verbosity (default INFO)")
+
+    st = s.add_argument_group(
+        "standalone mode (the default: neither --upstream nor --binlog-dir)",
+        "Clients write SQL; every change of data or schema is logged in statement format (docs/standalone.md).\n"
+        "--datadir and --sync-binlog serve relay mode too.")
+    st.add_argument("--datadir", type=Path, default=None, metavar="DIR",
+                    help="where binlogd writes its binlog files, index and ledger, standalone and relay modes "
+                    "(default ./var; created if missing; one binlogd per datadir: DIR/binlogd.lock)")
+    st.add_argument("--max-binlog-size", type=_size, default=None, metavar="SIZE",
+                    help="start a new binlog file once the current one reaches SIZE, 4096 to 1G; a transaction is "
+                    "never split (default 1G, like MariaDB's max_binlog_size)")
+    st.add_argument("--sync-binlog", type=int, default=None, metavar="N",
+                    help="standalone and relay modes: fsync the binlog every N commits (relay: stored event "
+                    "groups) before acknowledging (standalone) or serving them; 1: every commit survives a power "
+                    "loss (default 0: leave it to the OS, which survives kill -9)")
+    st.add_argument("--binlog-with-tables-info", action="store_true", default=None,
+                    help="precede every statement's Query event with an ignorable Tables_info event listing the "
+                    "tables it touches (seed WL#40; replicas skip it, clients that SET @binlogd_send_tables_info=1 "
+                    "get it; startup only; default off; docs/tables-info.md)")
+
+    r = s.add_argument_group(
+        "relay mode (--upstream)",
+        "Replicate a real MariaDB/MySQL primary into --datadir (with --sync-binlog, above) and serve its files\n"
+        "under the same names and positions (docs/relay.md). The upstream password is the first of:\n"
+        "  the URL's (works, but ps shows it to every local user: a warning is logged)\n"
+        "  the first line of --upstream-password-file FILE\n"
+        f"  ${UPSTREAM_PASSWORD_ENV}\n"
+        "  empty")
+    r.add_argument("--upstream", type=_upstream_url, metavar="mysql://USER[:PASSWORD]@HOST[:PORT]",
+                   help="the primary to replicate (port default 3306, user default root; %%-escapes allowed: "
+                   "%%40 for @)")
+    r.add_argument("--upstream-password-file", type=Path, metavar="FILE",
+                   help="read the upstream password from FILE's first line (line ending stripped) instead of "
+                   "putting it in the URL")
+    r.add_argument("--upstream-heartbeat", type=float, default=None, metavar="SECONDS",
+                   help="heartbeat period asked of the upstream; no event or heartbeat for twice as long means "
+                   f"the connection is dead (default {DEFAULT_UPSTREAM_HEARTBEAT:g}, like MariaDB's "
+                   "slave_net_timeout/2)")
+    r.add_argument("--upstream-retry-max", type=float, default=None, metavar="SECONDS",
+                   help="reconnect attempts back off exponentially from 0.1 s up to this "
+                   f"(default {DEFAULT_UPSTREAM_RETRY_MAX:g})")
+    r.add_argument("--upstream-use-gtid", action="store_true", default=None,
+                   help="resume with the stored GTID position (like MASTER_USE_GTID=slave_pos: the upstream checks "
+                   "that binlogd's history is in its binlog) instead of the stored file/pos (default off); the "
+                   "files stay byte-identical either way")
+
+    dg = s.add_argument_group("directory mode (--binlog-dir)",
+                              "Serve existing binlog files read-only; nothing is written there.")
+    dg.add_argument("--binlog-dir", type=Path, metavar="DIR",
+                    help="directory with binlog files NAME.NNNNNN (from any MariaDB/MySQL 5.6+ server) and "
+                    "optionally NAME.index; growth by an external writer is picked up")
+
+    lg = s.add_argument_group(
+        "audit ledger (every mode)",
+        "One JSON line per dump connection, per decision run and per dump end, in ledger.NNNNNN.jsonl files\n"
+        "(docs/ledger.md; `binlogd-audit` checks it). One binlogd per ledger directory (binlogd.lock).")
+    led = lg.add_mutually_exclusive_group()
+    led.add_argument("--ledger", type=Path, metavar="DIR",
+                     help="ledger directory (default DATADIR/ledger in standalone and relay modes; off with "
+                     "--binlog-dir unless given)")
+    led.add_argument("--no-ledger", action="store_true", help="write no audit ledger")
+    lg.add_argument("--ledger-max-size", type=_size, default=None, metavar="SIZE",
+                    help="start a new ledger file when the current one would exceed SIZE (default 64M)")
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    """Refuse options that contradict each other or do nothing in the chosen mode (UsageError)."""
+    relay, directory = args.upstream is not None, args.binlog_dir is not None
+    if relay and directory:
+        raise UsageError("--upstream (relay mode) and --binlog-dir (serve a directory) exclude each other; "
+                         "the relay writes into --datadir")
+    if directory and args.datadir is not None:
+        raise UsageError("--binlog-dir (serve a directory read-only) and --datadir (where binlogd writes) exclude "
+                         "each other")
+    if not relay:
+        for opt in ("upstream_password_file", "upstream_heartbeat", "upstream_retry_max", "upstream_use_gtid"):
+            if getattr(args, opt) is not None:
+                raise UsageError(f"--{opt.replace('_', '-')} is for relay mode (--upstream)")
+    if relay or directory:
+        for opt in ("binlog_with_tables_info", "max_binlog_size"):
+            if getattr(args, opt) is not None:
+                raise UsageError(f"--{opt.replace('_', '-')} is for the standalone primary (it writes the binlog); "
+                                 "--binlog-dir and --upstream serve files binlogd does not write")
+    if directory and args.sync_binlog is not None:
+        raise UsageError("--sync-binlog is for the modes that write a binlog (standalone, relay), not --binlog-dir")
+    if args.no_ledger and args.ledger_max_size is not None:
+        raise UsageError("--ledger-max-size with --no-ledger: there is no ledger to size")
+    if args.max_binlog_size is not None and not 4096 <= args.max_binlog_size <= DEFAULT_MAX_BINLOG_SIZE:
+        raise UsageError("--max-binlog-size must be between 4096 and 1G")
+    if args.sync_binlog is not None and args.sync_binlog < 0:
+        raise UsageError("--sync-binlog must be >= 0")
+    for opt in ("upstream_heartbeat", "upstream_retry_max"):
+        v = getattr(args, opt)
+        if v is not None and not 0 < v < 1e7:
+            raise UsageError(f"--{opt.replace('_', '-')} must be > 0 seconds")
+
+
+def _upstream_password(args: argparse.Namespace) -> str:
+    """The URL's password, else --upstream-password-file's first line, else $BINLOGD_UPSTREAM_PASSWORD, else ''."""
+    from .passwords import URL_PASSWORD_WARNING, PasswordError, password_from_env, read_password_file
+
+    url: UpstreamURL = args.upstream
+    if url.password is not None and args.upstream_password_file is not None:
+        raise UsageError("the upstream password is given twice: in the --upstream URL and --upstream-password-file")
+    if url.password is not None:
+        if url.password:
+            log.warning(URL_PASSWORD_WARNING.format(
+                what="--upstream", instead=f"--upstream-password-file or ${UPSTREAM_PASSWORD_ENV}"))
+        return url.password
+    if args.upstream_password_file is not None:
+        try:
+            return read_password_file(args.upstream_password_file, "--upstream-password-file")
+        except PasswordError as e:
+            raise UsageError(str(e)) from None
+    return password_from_env(UPSTREAM_PASSWORD_ENV) or ""
+
+
+def serve_config(args: argparse.Namespace) -> ServeConfig:
+    """The ServeConfig the options describe, or UsageError; reads only a password file."""
+    from .app import ServeConfig
+    from .relay.upstream import UpstreamConfig
+
+    _check_modes(args)
+    upstream = None
+    if args.upstream is not None:
+        u: UpstreamURL = args.upstream
+        upstream = UpstreamConfig(
+            host=u.host, port=u.port, user=u.user, password=_upstream_password(args), server_id=args.server_id,
+            heartbeat_s=args.upstream_heartbeat or DEFAULT_UPSTREAM_HEARTBEAT,
+            retry_max_s=args.upstream_retry_max or DEFAULT_UPSTREAM_RETRY_MAX,
+            use_gtid=bool(args.upstream_use_gtid))
+    standalone = upstream is None and args.binlog_dir is None
+    return ServeConfig(
+        binlog_dir=args.binlog_dir if args.binlog_dir is not None else (args.datadir or DEFAULT_DATADIR),
+        port=args.port, server_id=args.server_id, bind_address=args.bind_address, users_file=args.users,
+        compat=Compat.MARIADB if args.compat == "mariadb" else Compat.BINLOGD,
+        basename=args.basename, gtid_domain_id=args.gtid_domain_id, upstream=upstream,
+        sync_binlog=args.sync_binlog or 0, standalone=standalone,
+        max_binlog_size=args.max_binlog_size or DEFAULT_MAX_BINLOG_SIZE,
+        tables_info=bool(args.binlog_with_tables_info),
+        ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size or DEFAULT_LEDGER_MAX_SIZE)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv:
+        # like docker and kubectl: a bare invocation asks what this is; nothing went wrong (help on stdout, 0)
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     if args.command == "serve":
-        from .app import ServeConfig, serve
-        from .auth import UsersFileError
-        from .binlog_writer import BinlogWriteError
-        from .ledger import LedgerError
-        from .relay.upstream import UpstreamConfig
-        from .store import StoreError
-
-        upstream = None
-        if args.upstream is not None:
-            if args.binlog_dir is not None:
-                print("binlogd: --upstream (relay mode) and --binlog-dir (serve a directory) exclude each other; "
-                      "the relay writes into --datadir", file=sys.stderr)
-                return 2
-            if args.upstream_heartbeat <= 0 or args.upstream_retry_max <= 0:
-                print("binlogd: --upstream-heartbeat and --upstream-retry-max must be > 0", file=sys.stderr)
-                return 2
-            user, password, host, port = args.upstream
-            upstream = UpstreamConfig(host=host, port=port, user=user, password=password, server_id=args.server_id,
-                                      heartbeat_s=args.upstream_heartbeat, retry_max_s=args.upstream_retry_max,
-                                      use_gtid=args.upstream_use_gtid)
-        standalone = upstream is None and args.binlog_dir is None
-        if args.binlog_dir is not None and args.datadir is not None:
-            print("binlogd: --binlog-dir (serve a directory read-only) and --datadir (where binlogd writes) exclude "
-                  "each other", file=sys.stderr)
-            return 2
-        if args.binlog_with_tables_info and not standalone:
-            print("binlogd: --binlog-with-tables-info is for the standalone primary (it writes the binlog); "
-                  "--binlog-dir and --upstream serve files binlogd does not write", file=sys.stderr)
-            return 2
-        if not 4096 <= args.max_binlog_size <= 1 << 30 or args.sync_binlog < 0:
-            print("binlogd: --max-binlog-size must be between 4096 and 1G, --sync-binlog >= 0", file=sys.stderr)
-            return 2
-        binlog_dir = args.binlog_dir if upstream is None and not standalone else (args.datadir or Path("var"))
-        cfg = ServeConfig(binlog_dir=binlog_dir, port=args.port, server_id=args.server_id,
-                          bind_address=args.bind_address, users_file=args.users,
-                          compat=Compat.MARIADB if args.compat == "mariadb" else Compat.BINLOGD,
-                          basename=args.basename, gtid_domain_id=args.gtid_domain_id,
-                          upstream=upstream,
-                          sync_binlog=args.sync_binlog,
-                          standalone=standalone, max_binlog_size=args.max_binlog_size,
-                          tables_info=args.binlog_with_tables_info,
-                          ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size)
-        try:
-            asyncio.run(serve(cfg))
-        except (StoreError, UsersFileError, BinlogWriteError, LedgerError) as e:
-            print(f"binlogd: {e}", file=sys.stderr)
-            return 2
-        except OSError as e:
-            why = os.strerror(e.errno) if e.errno else str(e)
-            print(f"binlogd: cannot listen on {cfg.bind_address}:{cfg.port}: {why}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            return 0
-    elif args.command == "demo-dir":
+        return _serve(args)
+    if args.command == "demo-dir":
         from .demo import DemoDirError, write_demo_dir
 
         try:
@@ -222,6 +350,28 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         listing = ", ".join(f"{name} ({size} bytes)" for name, size in sizes.items())
         print(f"{'wrote' if written else 'already present, unchanged:'} {listing} in {args.dir}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .app import serve
+    from .auth import UsersFileError
+    from .binlog_writer import BinlogWriteError
+    from .ledger import LedgerError
+    from .startup import StartupError
+    from .store import StoreError
+
+    try:
+        cfg = serve_config(args)
+        asyncio.run(serve(cfg))
+    except (UsageError, StartupError, StoreError, UsersFileError, BinlogWriteError, LedgerError) as e:
+        print(f"binlogd: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # after start-up: a disk or socket failure no check could foresee
+        print(f"binlogd: {e.strerror or e}{f': {e.filename}' if e.filename else ''}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
     return 0
 
 

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -53,7 +53,7 @@ class UpstreamConfig:
     host: str
     port: int
     user: str
-    password: str
+    password: str = field(repr=False)  # never in a log line (label, repr)
     server_id: int  # binlogd's own: it registers with it, and the upstream's must differ
     heartbeat_s: float = 30.0  # MariaDB's default: slave_net_timeout / 2
     retry_min_s: float = 0.1
@@ -280,20 +280,41 @@ class UpstreamRelay:
         await queue.put(None)
 
 
-def parse_upstream_url(url: str) -> tuple[str, str, str, int]:
-    """mysql://USER[:PASSWORD]@HOST[:PORT] -> (user, password, host, port); ValueError with the reason.
+@dataclass(frozen=True)
+class UpstreamURL:
+    """A parsed --upstream URL; `password` is None when the URL has none (`USER@HOST`, not `USER:@HOST`)."""
+
+    user: str
+    password: str | None = field(repr=False)
+    host: str
+    port: int
+
+
+def parse_upstream_url(url: str) -> UpstreamURL:
+    """mysql://USER[:PASSWORD]@HOST[:PORT] -> UpstreamURL; ValueError with the reason (never the password).
 
     USER and PASSWORD are URL-decoded (write `%40` for an `@` in a password); the port defaults to 3306.
     """
+    shown = _without_password(url)
     parts = urlsplit(url)
     if parts.scheme not in ("mysql", "mariadb"):
-        raise ValueError(f"{url!r} is not a mysql://USER:PASSWORD@HOST:PORT URL")
+        raise ValueError(f"{shown!r} is not a mysql://USER@HOST:PORT URL")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"{url!r}: nothing may follow HOST:PORT")
+        raise ValueError(f"{shown!r}: nothing may follow HOST:PORT")
     try:
         port = parts.port or 3306
     except ValueError as e:
-        raise ValueError(f"{url!r}: bad port ({e})") from None
+        raise ValueError(f"{shown!r}: bad port ({e})") from None
     if not parts.hostname:
-        raise ValueError(f"{url!r}: no host")
-    return unquote(parts.username or "root"), unquote(parts.password or ""), parts.hostname, port
+        raise ValueError(f"{shown!r}: no host")
+    password = None if parts.password is None else unquote(parts.password)
+    return UpstreamURL(unquote(parts.username or "root"), password, parts.hostname, port)
+
+
+def _without_password(url: str) -> str:
+    """The URL with a password replaced by `***`, for messages."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, hostpart = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{hostpart}"
