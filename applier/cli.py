@@ -31,11 +31,17 @@ the same transaction as the changes it applies: binlogd_apply.channel_position) 
 
 EPILOG = """\
 channels:
-  --channel NAME=mysql://USER:PASS@HOST:PORT[?gtid=slave_pos|no&heartbeat=S&retry=S&server_id=N]
+  --channel NAME=mysql://USER@HOST:PORT[?gtid=slave_pos|no&heartbeat=S&retry=S&server_id=N&PASSWORD]
       NAME '' (written --channel =mysql://...) is the default channel. gtid=slave_pos (the default) connects with
       the stored GTID position (MASTER_USE_GTID=slave_pos); gtid=no uses the stored file/position. A channel
       with no stored position starts at the beginning of the source's first binlog. heartbeat (default 5 s) is
       MASTER_HEARTBEAT_PERIOD, retry (default 1 s) MASTER_CONNECT_RETRY.
+
+passwords (--target and every --channel URL; at most one of them per URL, none: an empty password):
+  ?password_file=PATH   the first line of PATH (line ending stripped)
+  ?password_env=NAME    the value of the environment variable NAME
+  mysql://USER:PASS@... works too, but ps and /proc/PID/cmdline show it to every local user: a warning is logged
+  Passwords appear in no log line, error message or SHOW SLAVE STATUS.
 
 filters (seed WL#7361; repeat an option for several rules, each applies to statement and row events):
   --replicate-do-db=[CHANNEL:]DB          --replicate-ignore-db=[CHANNEL:]DB
@@ -51,7 +57,8 @@ events marked for skip (seed WL234, flag 0x8000 set by SET skip_replication=1 on
   FILTER_ON_MASTER  ask the source not to send them (SET skip_replication=1); drop them locally too if it ignores it
 
 examples:
-  binlogd-apply --target mysql://root:secret@127.0.0.1:3306 --channel =mysql://repl:pw@10.0.0.5:3306
+  TARGET_PW=secret binlogd-apply --target 'mysql://root@127.0.0.1:3306?password_env=TARGET_PW' \\
+      --channel '=mysql://repl@10.0.0.5:3306?password_file=/etc/binlogd/repl.pw'
   binlogd-apply --target mysql://root@127.0.0.1:3306 \\
       --channel a=mysql://root@10.0.0.5:3306 --channel 'b=mysql://root@10.0.0.6:3306?gtid=no' \\
       --replicate-do-db=a:sales --replicate-rewrite-db='b:crm->crm_b' \\
@@ -64,8 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="binlogd-apply", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", required=True, metavar="URL",
-                   help="the server to apply to: mysql://USER:PASS@HOST:PORT (needs SUPER or BINLOG ADMIN for "
-                        "SET skip_replication, and CREATE on binlogd_apply)")
+                   help="the server to apply to: mysql://USER@HOST:PORT[?password_file=PATH|password_env=NAME] "
+                        "(see 'passwords' below; needs SUPER or BINLOG ADMIN for SET skip_replication, and CREATE "
+                        "on binlogd_apply)")
     p.add_argument("--channel", action="append", required=True, metavar="NAME=URL",
                    help="a source (repeat for multi-source); see 'channels' below")
     for opt in FILTER_OPTIONS:

@@ -1,15 +1,26 @@
 """Option parsing for `binlogd-apply`: the target URL, `--channel NAME=URL[?params]`, filter options, skip mode.
 
-Everything here is pure (no I/O) so that a bad option becomes a `ConfigError` whose text the CLI prints
-before exiting with status 2. Names used by the rest of the applier: `Endpoint`, `ChannelConfig`,
-`ApplierConfig`, `SKIP_MODES`, `FILTER_OPTIONS`, `parse_endpoint`, `parse_channel`, `parse_filter_option`.
+Nothing here touches the network, so that a bad option becomes a `ConfigError` whose text the CLI prints
+before exiting with status 2; the only I/O is reading a password from a URL's `password_file=` or
+`password_env=` (a password in the URL itself works, but ps shows it to every local user: a warning is logged).
+Names used by the rest of the applier: `Endpoint`, `ChannelConfig`, `ApplierConfig`, `SKIP_MODES`,
+`FILTER_OPTIONS`, `parse_endpoint`, `parse_channel`, `parse_filter_option`.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from binlogd.server.passwords import (
+    URL_PASSWORD_WARNING,
+    PasswordError,
+    mask_url_password,
+    password_from_env,
+    read_password_file,
+)
 
 SKIP_MODES: Final = ("REPLICATE", "FILTER_ON_SLAVE", "FILTER_ON_MASTER")
 
@@ -24,12 +35,16 @@ FILTER_OPTIONS: Final = {
     "replicate-rewrite-db": "REWRITE_DB",
 }
 
-CHANNEL_PARAMS: Final = ("gtid", "heartbeat", "retry", "server_id")
+PASSWORD_PARAMS: Final = ("password_file", "password_env")  # the password without it being in argv
+CHANNEL_PARAMS: Final = ("gtid", "heartbeat", "retry", "server_id", *PASSWORD_PARAMS)
 DEFAULT_PORT: Final = 3306
 
 
+log = logging.getLogger("binlogd.apply")
+
+
 class ConfigError(ValueError):
-    """A bad command-line value; the message says which and why."""
+    """A bad command-line value; the message says which and why (never a password)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +52,7 @@ class Endpoint:
     host: str
     port: int
     user: str = "root"
-    password: str = ""
+    password: str = field(default="", repr=False)  # never in a log line or SHOW SLAVE STATUS
 
     def __str__(self) -> str:
         return f"mysql://{self.user}@{self.host}:{self.port}"
@@ -66,36 +81,75 @@ class ApplierConfig:
     server_id: int = 1001
 
 
-def parse_endpoint(url: str, what: str = "URL") -> Endpoint:
-    """mysql://USER[:PASS]@HOST[:PORT] (user defaults to root, port to 3306; %-escapes allowed)."""
+def parse_endpoint(url: str, what: str = "URL", params: dict[str, str] | None = None) -> Endpoint:
+    """mysql://USER[:PASS]@HOST[:PORT][?password_file=PATH|password_env=NAME] (user defaults to root, port to
+    3306; %-escapes allowed). `params`: the query already parsed by the caller (parse_channel), else only the
+    password parameters are accepted."""
+    base, _, query = url.partition("?")
+    shown = mask_url_password(base)
+    if params is None:
+        params = _query_params(query, what, PASSWORD_PARAMS)
     try:
-        parts = urlsplit(url)
+        parts = urlsplit(base)
         port = parts.port
     except ValueError as e:
-        raise ConfigError(f"{what} {url!r}: {e}") from None
+        raise ConfigError(f"{what} {shown!r}: {e}") from None
     if parts.scheme not in ("mysql", "mariadb"):
-        raise ConfigError(f"{what} {url!r}: expected mysql://USER:PASS@HOST:PORT")
+        raise ConfigError(f"{what} {shown!r}: expected mysql://USER:PASS@HOST:PORT")
     if not parts.hostname:
-        raise ConfigError(f"{what} {url!r}: no host")
+        raise ConfigError(f"{what} {shown!r}: no host")
     if parts.path not in ("", "/"):
-        raise ConfigError(f"{what} {url!r}: a database path is not allowed")
+        raise ConfigError(f"{what} {shown!r}: a database path is not allowed")
+    url_password = None if parts.password is None else unquote(parts.password)
     return Endpoint(parts.hostname, port or DEFAULT_PORT, unquote(parts.username or "root"),
-                    unquote(parts.password or ""))
+                    _password(url_password, params, what))
+
+
+def _query_params(query: str, what: str, known: tuple[str, ...]) -> dict[str, str]:
+    params = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True, strict_parsing=False).items()}
+    for k in params:
+        if k not in known:
+            raise ConfigError(f"{what}: unknown parameter {k!r} (known: {', '.join(known)})")
+    return params
+
+
+def _password(in_url: str | None, params: dict[str, str], what: str) -> str:
+    """One of: the URL's password (warned about), password_file=PATH's first line, $NAME of password_env=NAME."""
+    given = [n for n, present in (("a password in the URL", in_url is not None),
+                                   ("password_file=", "password_file" in params),
+                                   ("password_env=", "password_env" in params)) if present]
+    if len(given) > 1:
+        raise ConfigError(f"{what}: the password is given twice ({' and '.join(given)}); give one")
+    if "password_file" in params:
+        if not params["password_file"]:
+            raise ConfigError(f"{what}: password_file= needs a path")
+        try:
+            return read_password_file(params["password_file"], f"{what}: password_file")
+        except PasswordError as e:
+            raise ConfigError(str(e)) from None
+    if "password_env" in params:
+        name = params["password_env"]
+        value = password_from_env(name) if name else None
+        if value is None:
+            raise ConfigError(f"{what}: password_env={name}: the environment variable is not set")
+        return value
+    if in_url:
+        log.warning(URL_PASSWORD_WARNING.format(what=what, instead="?password_file=PATH or ?password_env=NAME"))
+    return in_url or ""
 
 
 def parse_channel(spec: str) -> ChannelConfig:
-    """NAME=URL[?gtid=slave_pos|no&heartbeat=S&retry=S&server_id=N]; an empty NAME is the default channel."""
+    """NAME=URL[?gtid=slave_pos|no&heartbeat=S&retry=S&server_id=N&password_file=PATH|password_env=NAME]; an
+    empty NAME is the default channel."""
     name, sep, url = spec.partition("=")
     if not sep:
-        raise ConfigError(f"--channel {spec!r}: expected NAME=mysql://USER:PASS@HOST:PORT (NAME may be empty)")
+        raise ConfigError(f"--channel {mask_url_password(spec)!r}: expected NAME=mysql://USER@HOST:PORT (NAME may "
+                          "be empty)")
     if len(name) > 64:
-        raise ConfigError(f"--channel {spec!r}: channel names are at most 64 characters")
+        raise ConfigError(f"--channel {name[:20]!r}...: channel names are at most 64 characters")
     base, _, query = url.partition("?")
-    source = parse_endpoint(base, f"--channel {name!r}")
-    params = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True, strict_parsing=False).items()}
-    for k in params:
-        if k not in CHANNEL_PARAMS:
-            raise ConfigError(f"--channel {name!r}: unknown parameter {k!r} (known: {', '.join(CHANNEL_PARAMS)})")
+    params = _query_params(query, f"--channel {name!r}", CHANNEL_PARAMS)
+    source = parse_endpoint(base, f"--channel {name!r}", params)
     gtid = params.get("gtid", "slave_pos")
     if gtid not in ("slave_pos", "no"):
         raise ConfigError(f"--channel {name!r}: gtid must be slave_pos or no, not {gtid!r}")

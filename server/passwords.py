@@ -40,3 +40,12 @@ def read_password_file(path: Path | str, what: str) -> str:
 def password_from_env(name: str) -> str | None:
     """$name, or None if unset (a process's environment, /proc/PID/environ, is readable by its owner only)."""
     return os.environ.get(name)
+
+
+def mask_url_password(url: str) -> str:
+    """`scheme://USER:***@HOST...` for messages: a URL's password never reaches a log line or an error text."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, hostpart = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{hostpart}"

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from binlogd.protocol.connection import CR_MALFORMED_PACKET, ClientConfig, ReplicationClient, ReplicationError
 from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE
+from binlogd.server.passwords import mask_url_password
 
 from .status import (
     ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
@@ -295,7 +296,7 @@ def parse_upstream_url(url: str) -> UpstreamURL:
 
     USER and PASSWORD are URL-decoded (write `%40` for an `@` in a password); the port defaults to 3306.
     """
-    shown = _without_password(url)
+    shown = mask_url_password(url)
     parts = urlsplit(url)
     if parts.scheme not in ("mysql", "mariadb"):
         raise ValueError(f"{shown!r} is not a mysql://USER@HOST:PORT URL")
@@ -310,11 +311,3 @@ def parse_upstream_url(url: str) -> UpstreamURL:
     password = None if parts.password is None else unquote(parts.password)
     return UpstreamURL(unquote(parts.username or "root"), password, parts.hostname, port)
 
-
-def _without_password(url: str) -> str:
-    """The URL with a password replaced by `***`, for messages."""
-    scheme, sep, rest = url.partition("://")
-    userinfo, at, hostpart = rest.rpartition("@")
-    if not sep or not at or ":" not in userinfo:
-        return url
-    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{hostpart}"
