@@ -39,6 +39,7 @@ from mysql_mimic.variables import GlobalVariables, SessionVariables
 from .dump import DumpParams, DumpStream
 from .primary import Primary
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
+from .standalone.classify import refuse_if_write
 
 log = logging.getLogger("binlogd.conn")
 
@@ -77,6 +78,7 @@ class ReplicationSession(BaseSession):
             if self.writes is not None:  # standalone: writes become binlog events, the rest as below
                 result = await self.primary.standalone.execute(sql, self.state, self.writes)
             else:
+                refuse_if_write(sql, self.state.database)  # read-only modes: 1290 for writes
                 # in a thread: SHOW BINLOG EVENTS, @@gtid_binlog_pos... read binlog files
                 result = await asyncio.to_thread(execute, sql, self.state, self.primary)
         except SqlError as e:
@@ -110,9 +112,7 @@ class ReplicationSession(BaseSession):
 
     def _change_database(self, database: str) -> None:
         if self.writes is not None:
-            from .standalone.source import use_database
-
-            use_database(self.state, database)  # standalone: any database (binlogd keeps no catalogue)
+            self.primary.standalone.use_database(self.state, database)  # standalone: the schema catalogue's
         else:
             change_database(self.state, database)
 

@@ -69,6 +69,7 @@ def server(binlogd: Any, harness_dir: Path) -> Any:
 def test_skip_replication_per_session_and_its_errors(server: Any) -> None:
     a, b = connect(server), connect(server)
     run(a, "CREATE DATABASE d")
+    run(a, "CREATE TABLE d.t (a VARCHAR(10))")
     run(a, "SET skip_replication=1")
     assert run(a, "SELECT @@skip_replication") == [(1,)]
     assert run(b, "SELECT @@skip_replication") == [(0,)]
@@ -100,13 +101,15 @@ def test_skip_replication_per_session_and_its_errors(server: Any) -> None:
                                        GTID_EVENT, USER_VAR_EVENT, QUERY_EVENT, XID_EVENT]
     assert all(f & 0x8000 for _, f in flagged)
     texts = [body.query for t, _, body in groups if t == QUERY_EVENT]
-    assert texts == [b"CREATE DATABASE d", b"INSERT INTO d.t VALUES (1)", b"CREATE TABLE d.flagged (x INT)",
+    assert texts == [b"CREATE DATABASE d", b"CREATE TABLE d.t (a VARCHAR(10))", b"INSERT INTO d.t VALUES (1)",
+                     b"CREATE TABLE d.flagged (x INT)",
                      b"INSERT INTO d.t VALUES (@v)"]  # the rolled-back insert is not there
 
 
 def test_sql_log_bin_0_logs_nothing_and_rollback_discards(server: Any) -> None:
     c = connect(server)
     run(c, "CREATE DATABASE d")
+    run(c, "CREATE TABLE d.t (a INT)")
     before = run(c, "SHOW MASTER STATUS")
     run(c, "SET sql_log_bin=0")
     run(c, "INSERT INTO d.t VALUES (1)")
@@ -118,7 +121,7 @@ def test_sql_log_bin_0_logs_nothing_and_rollback_discards(server: Any) -> None:
     run(c, "BEGIN")
     run(c, "COMMIT")  # an empty transaction logs nothing
     assert run(c, "SHOW MASTER STATUS") == before
-    assert run(c, "SELECT @@gtid_binlog_pos") == [("0-1-1",)]
+    assert run(c, "SELECT @@gtid_binlog_pos") == [("0-1-2",)]
     # a transaction left open by a vanished client is rolled back
     d = connect(server)
     run(d, "BEGIN")
@@ -126,8 +129,8 @@ def test_sql_log_bin_0_logs_nothing_and_rollback_discards(server: Any) -> None:
     d.close()
     run(c, "INSERT INTO d.t VALUES (4)")
     texts = [body.query for t, _, body in events(server.datadir) if t == QUERY_EVENT]
-    assert texts == [b"CREATE DATABASE d", b"INSERT INTO d.t VALUES (4)"]
-    assert run(c, "SELECT @@gtid_binlog_pos") == [("0-1-2",)]
+    assert texts == [b"CREATE DATABASE d", b"CREATE TABLE d.t (a INT)", b"INSERT INTO d.t VALUES (4)"]
+    assert run(c, "SELECT @@gtid_binlog_pos") == [("0-1-3",)]
 
 
 REFUSED = [
@@ -146,6 +149,8 @@ REFUSED = [
 
 def test_refusals_log_nothing(server: Any) -> None:
     c = connect(server)
+    run(c, "CREATE DATABASE d")
+    run(c, "CREATE TABLE d.t (a INT AUTO_INCREMENT PRIMARY KEY)")
     before = run(c, "SHOW MASTER STATUS")
     for sql, code in REFUSED:
         assert error_of(c, sql)[0] == code, sql
@@ -192,6 +197,7 @@ def test_rotation_flush_and_purge(binlogd: Any, harness_dir: Path) -> None:
     server = start(binlogd, datadir, "--max-binlog-size", "4096", "--sync-binlog", "1")
     c = connect(server)
     run(c, "CREATE DATABASE d")
+    run(c, "CREATE TABLE d.t (id INT, v TEXT)")
     for i in range(60):
         run(c, f"INSERT INTO d.t VALUES ({i}, '{'x' * 100}')")
     run(c, "FLUSH BINARY LOGS")
@@ -214,7 +220,7 @@ def test_rotation_flush_and_purge(binlogd: Any, harness_dir: Path) -> None:
             assert len(data) >= 4096  # rotated for its size (the one before the last: by FLUSH BINARY LOGS)
         seq += sum(1 for t, _, _ in evs if t == GTID_EVENT)
         assert len(data) < 4096 + 1024  # a file ends at the first group end past the limit
-    assert seq == 61
+    assert seq == 62
     # PURGE
     assert error_of(c, "PURGE BINARY LOGS TO 'mysql-bin.999999'") == (1373, "Target log not found in binlog index")
     run(c, f"PURGE BINARY LOGS TO '{names[2]}'")
@@ -230,6 +236,7 @@ def test_purge_refuses_a_file_a_replica_reads(binlogd: Any, harness_dir: Path) -
     server = start(binlogd, datadir, "--max-binlog-size", "4M")
     c = connect(server, max_allowed_packet=16 << 20)
     run(c, "CREATE DATABASE d")
+    run(c, "CREATE TABLE d.t (id INT, v LONGTEXT)")
     big = "x" * 1_000_000
     for i in range(24):
         run(c, f"INSERT INTO d.t VALUES ({i}, '{big}')")

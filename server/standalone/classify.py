@@ -25,6 +25,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..sql_surface import SqlError, not_supported
+from .schema import DmlPlan, dml_plan
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)  # "falling back to Command" is expected for some DDL
 
@@ -40,8 +41,8 @@ def _shape_of(m: re.Match[str]) -> str:
     return "'?'" if m.group(0)[0] in "'\"" else "0"
 
 
-# statement shape -> (user_vars, uses_rand, uses_last_insert_id, uses_clock); used on the event loop only
-_SHAPES: dict[tuple[bool, str], tuple[tuple[str, ...], bool, bool, bool]] = {}
+# statement shape -> (user_vars, uses_rand, uses_last_insert_id, uses_clock, schema plan); event loop only
+_SHAPES: dict[tuple[bool, str], tuple[tuple[str, ...], bool, bool, bool, DmlPlan | None]] = {}
 _SHAPES_MAX = 4096
 _SYNTAX = ("You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server "
            "version for the right syntax to use near '{near}' at line {line}")
@@ -73,6 +74,8 @@ class Statement:
     thread_specific: bool = False  # DROP TABLE / DROP DATABASE: header flag THREAD_SPECIFIC
     purge_to: str | None = None
     purge_before: str | None = None
+    tree: exp.Expression | None = None  # DDL: the parse, for the schema catalogue (server/standalone/schema.py)
+    plan: DmlPlan | None = None  # DML: what the schema check needs (cached with the statement's shape)
 
 
 _COMMENT = re.compile(r"\s+|--[ \t][^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*(?![!M])[\s\S]*?\*/")
@@ -271,7 +274,7 @@ def _dml(text: str, sql: str, default_db: str | None) -> Statement:
         key = (default_db is None, _LITERAL.sub(_shape_of, src))
         hit = _SHAPES.get(key)
         if hit is not None:
-            return Statement(Kind.DML, sql, *hit)
+            return Statement(Kind.DML, sql, *hit[:4], plan=hit[4])
     tree = _parse(src)
     if not isinstance(tree, exp.Insert | exp.Update | exp.Delete):
         raise syntax_error(text, 0)
@@ -279,11 +282,13 @@ def _dml(text: str, sql: str, default_db: str | None) -> Statement:
     if default_db is None and _needs_db(tree):
         raise SqlError(ER_NO_DB_ERROR, "No database selected")
     names, rand, last_id, clock = _reads(tree)
+    plan = dml_plan(tree)
     if key is not None:
         if len(_SHAPES) >= _SHAPES_MAX:
             _SHAPES.pop(next(iter(_SHAPES)))
-        _SHAPES[key] = (names, rand, last_id, clock)
-    return Statement(Kind.DML, sql, user_vars=names, uses_rand=rand, uses_last_insert_id=last_id, uses_clock=clock)
+        _SHAPES[key] = (names, rand, last_id, clock, plan)
+    return Statement(Kind.DML, sql, user_vars=names, uses_rand=rand, uses_last_insert_id=last_id, uses_clock=clock,
+                     plan=plan)
 
 
 def _table_ddl(text: str, sql: str, verb: str, what: str, default_db: str | None) -> Statement:
@@ -299,4 +304,23 @@ def _table_ddl(text: str, sql: str, verb: str, what: str, default_db: str | None
         raise SqlError(ER_NO_DB_ERROR, "No database selected")
     names, rand, last_id, clock = _reads(tree)
     return Statement(Kind.DDL, sql, user_vars=names, uses_rand=rand, uses_last_insert_id=last_id, uses_clock=clock,
-                     ddl_xid=verb != "TRUNCATE", thread_specific=verb == "DROP" and what == "TABLE")
+                     ddl_xid=verb != "TRUNCATE", thread_specific=verb == "DROP" and what == "TABLE", tree=tree)
+
+
+ER_OPTION_PREVENTS_STATEMENT = 1290
+READ_ONLY_TEXT = "The MariaDB server is running with the --read-only option so it cannot execute this statement"
+# statements MariaDB marks CF_CHANGES_DATA that the classifier leaves to the SQL surface (accounts, views, routines)
+_OTHER_WRITES = frozenset({"CREATE", "ALTER", "DROP", "RENAME", "GRANT", "REVOKE"})
+
+
+def refuse_if_write(sql: str, default_db: str | None) -> None:
+    """Read-only modes (`--binlog-dir`, relay): a write gets MariaDB's 1290, as a `read_only=1` server answers a
+    user without READ ONLY ADMIN. The statement is parsed first (1064 / 1046 come before 1290, as in MariaDB,
+    whose parser runs before the read-only check in mysql_execute_command)."""
+    stmt = classify(sql, default_db)
+    write = stmt.kind in (Kind.DML, Kind.DDL, Kind.DB_DDL)
+    if not write and stmt.kind is Kind.OTHER:
+        words = _WORD.findall(_strip(sql)[:40])
+        write = bool(words) and words[0].upper() in _OTHER_WRITES
+    if write:
+        raise SqlError(ER_OPTION_PREVENTS_STATEMENT, READ_ONLY_TEXT)

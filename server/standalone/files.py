@@ -17,16 +17,20 @@ import os
 import time
 from collections.abc import Callable
 
+from binlogd.protocol.binlog_file import fde_checksum_alg, scan
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKPOINT_EVENT,
+    BINLOG_CHECKSUM_ALG_OFF,
     FORMAT_DESCRIPTION_EVENT,
     GTID_LIST_EVENT,
     HEADER_LEN,
+    QUERY_EVENT,
     ROTATE_EVENT,
 )
 from binlogd.protocol.events import (
     BinlogCheckpointBody,
+    EventDecodeError,
     FormatDescriptionBody,
     Gtid,
     GtidListBody,
@@ -36,6 +40,7 @@ from binlogd.protocol.events import (
     encode_format_description,
     encode_gtid_list,
     encode_rotate,
+    parse_query,
 )
 from binlogd.protocol.gtid import BinlogState
 from binlogd.protocol.gtid import Gtid as StateGtid
@@ -43,6 +48,7 @@ from binlogd.protocol.gtid import Gtid as StateGtid
 from ..binlog_writer import BinlogWriter, RecoveryReport
 from ..sql_surface import SqlError
 from .logger import Group, encode_group
+from .schema import Catalogue, SchemaStore, replay
 
 log = logging.getLogger("binlogd.standalone")
 
@@ -100,6 +106,9 @@ class BinlogFiles:
         self.state = BinlogState()
         self.seq_no = 0  # last seq_no written in our domain
         self._first_of_run = True
+        # the schema as of the last committed group (schema.py): snapshotted beside the binlog at each new file
+        self.schema = Catalogue()
+        self.schema_store = SchemaStore(writer.directory, writer.basename)
 
     # --- start ---------------------------------------------------------------------------------------
     def open(self) -> RecoveryReport:
@@ -107,8 +116,43 @@ class BinlogFiles:
         report = self.w.recover()
         self.state = report.state
         self.seq_no = max((g.seq for g in self.state.as_list() if g.domain == self.domain_id), default=0)
+        self._load_schema()
         self._start_next()
         return report
+
+    def _load_schema(self) -> None:
+        """The snapshot, then the DDL of its file and the files after it (crash recovery has already cut them)."""
+        first, self.schema = self.schema_store.load()
+        names = self.w.files()
+        if first is not None and first not in names:
+            log.warning("schema snapshot names %s, which is not in the binlog index: replaying every file", first)
+        start = names.index(first) if first in names else 0
+        n = replay(self.schema, (q for name in names[start:] for q in self._ddl_queries(name)))
+        log.info("schema: %d database(s), %d DDL statement(s) replayed from %s", len(self.schema.dbs), n,
+                 names[start] if names[start:] else "no binlog")
+
+    def _ddl_queries(self, name: str) -> list[tuple[str, str | None]]:
+        """(statement, db) of the file's Query events that may change the schema."""
+        data = (self.w.directory / name).read_bytes()[: self.w.end if name == self.w.active else None]
+        res = scan(data)
+        out: list[tuple[str, str | None]] = []
+        alg = BINLOG_CHECKSUM_ALG_OFF
+        for ev in res.events:
+            if ev.type_code == FORMAT_DESCRIPTION_EVENT:
+                alg = fde_checksum_alg(data[ev.pos : ev.end])
+                continue
+            if ev.type_code != QUERY_EVENT:
+                continue
+            body = data[ev.pos + HEADER_LEN : ev.end - (4 if alg != BINLOG_CHECKSUM_ALG_OFF else 0)]
+            try:
+                q = parse_query(bytes(body))
+            except EventDecodeError as e:
+                log.warning("schema replay: %s at %d: %s", name, ev.pos, e)
+                continue
+            head = q.query[:12].lstrip().upper()
+            if head.startswith((b"CREATE", b"ALTER", b"DROP", b"RENAME", b"TRUNCATE")):
+                out.append((q.query.decode("utf-8", "surrogateescape"), q.db.decode("utf-8", "surrogateescape")))
+        return out
 
     def _next_name(self) -> str:
         names = self.w.files()
@@ -125,6 +169,7 @@ class BinlogFiles:
                              created=now if self._first_of_run else 0, timestamp=now,
                              post_header_lengths=self.post_header_lengths)
         self.w.start_file(name, header)
+        self.schema_store.save(name, self.schema)  # before PURGE can remove the file the last snapshot names
         self._first_of_run = False
         log.info("binlog file %s started (GTID state %s)", name,
                  ",".join(str(g) for g in self.state.as_list()) or "empty")
@@ -154,6 +199,9 @@ class BinlogFiles:
                 log.exception("cannot drop the uncommitted bytes after a failed write")
             raise
         self.state.update(StateGtid(self.domain_id, self.server_id, self.seq_no))
+        changes = [g.schema_change for g in groups if g.schema_change is not None]
+        if changes:
+            replay(self.schema, changes)
         if self.w.end >= self.max_binlog_size:
             self.rotate()
         return gtids

@@ -221,6 +221,7 @@ class Group:
     skip: bool = False
     xid: int | None = None
     info: list[str] = field(default_factory=list)  # statements, for logs
+    schema_change: tuple[str, str | None] | None = None  # DDL: (statement, default db) for the writer's catalogue
 
 
 def encode_group(g: Group, *, server_id: int, domain_id: int, seq_no: int, start: int) -> bytes:

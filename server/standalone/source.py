@@ -44,6 +44,7 @@ from .logger import (
     StatementEvents,
     TablesInfoHook,
 )
+from .schema import SYSTEM_DATABASES, Catalogue, apply_statement
 from .session import WriteSession
 
 log = logging.getLogger("binlogd.standalone")
@@ -105,6 +106,7 @@ class StandaloneSource:
         self._draining = False
         self._drainer: asyncio.Task[None] | None = None  # the running group-commit task (a strong reference)
         self._rng = random.Random()
+        self.schema = Catalogue()  # the event loop's catalogue: checked and changed in statement order
 
     # --- lifecycle -----------------------------------------------------------------------------------
     async def open(self) -> BinlogStore:
@@ -116,6 +118,7 @@ class StandaloneSource:
                         report.truncated_from, report.truncated_bytes)
         elif report.file:
             log.info("binlog %s recovered cleanly (end %d)", report.file, report.last_end)
+        self.schema = self.files.schema.clone()
         return self.writer.store
 
     async def close(self) -> None:
@@ -176,6 +179,8 @@ class StandaloneSource:
         stmt = classify(sql, st.database)
         kind = stmt.kind
         if kind is Kind.DML:
+            if stmt.plan is not None:
+                self.schema.check_dml(stmt.plan, st.database, _strict(self._get(st, "sql_mode")))
             return await self._dml(stmt, st, ws)
         if kind in (Kind.DDL, Kind.DB_DDL):
             return await self._ddl(stmt, st, ws)
@@ -189,7 +194,7 @@ class StandaloneSource:
             await self._run(self.files.purge, stmt.purge_to, stmt.purge_before, in_use)
             return Ok()
         if kind is Kind.USE and stmt.database is not None and stmt.database.lower() != "information_schema":
-            use_database(st, stmt.database)
+            self.use_database(st, stmt.database)
             return Ok()
         if kind is Kind.BEGIN:
             await self._implicit_commit(st, ws)
@@ -250,11 +255,21 @@ class StandaloneSource:
                                user_vars=user_vars, collation=ctx.charset.connection, db=db, query_flags=flags,
                                xid=query_id if stmt.ddl_xid else None)
 
+    def _get(self, st: SessionState, name: str) -> Any:
+        sv = st.session_sysvars
+        return sv[name] if name in sv else SV.SYSVARS[name].global_value(self.server)
+
+    def use_database(self, st: SessionState, name: str) -> None:
+        """USE / COM_INIT_DB: a database of the catalogue (or a system one), else MariaDB's 1049."""
+        if name not in self.schema.dbs and name.lower() not in SYSTEM_DATABASES:
+            raise SqlError(1049, f"Unknown database '{name}'")
+        use_database(st, name)
+
     def _context(self, st: SessionState, ws: WriteSession, clock: bool, now: float) -> QueryContext:
         sv = st.session_sysvars
 
         def get(name: str) -> Any:
-            return sv[name] if name in sv else SV.SYSVARS[name].global_value(self.server)
+            return self._get(st, name)
 
         flags2 = FLAGS2
         if _truthy(get("sql_auto_is_null")):
@@ -303,13 +318,33 @@ class StandaloneSource:
         if pending is not None:
             groups.append(pending)
         st.in_transaction = False
+        db = st.database if st.database and st.database != "information_schema" else None
+        try:
+            # only logged DDL changes the catalogue (it models the replicas); unlogged DDL is checked on a copy
+            notes = apply_statement(self.schema if st.sql_log_bin else self.schema.clone(), stmt, db)
+        except SqlError:
+            await self.commit(groups)  # the implicit commit happened before the statement failed (as in MariaDB)
+            raise
         query_id = next(self._query_ids)
         if st.sql_log_bin:
             ev = self._statement(stmt, st, ws, query_id)
             groups.append(Group(ddl=True, events=ev.events(self.tables_info), timestamp=ev.timestamp,
-                                skip=st.skip_replication, info=[ev.sql]))
+                                skip=st.skip_replication, info=[ev.sql], schema_change=(stmt.sql, db)))
         await self.commit(groups)
-        return Ok()
+        return Ok(warnings=len(notes)) if not notes else self._noted(st, notes)
+
+    @staticmethod
+    def _noted(st: SessionState, notes: list[str]) -> Ok:
+        """IF [NOT] EXISTS on something that is / is not there: OK with MariaDB's Note (SHOW WARNINGS)."""
+        codes = {"Can't create database": 1007, "Can't drop database": 1008, "Table '": 1050, "Unknown table": 1051}
+        st.diagnostics = [("Note", next((c for k, c in codes.items() if n.startswith(k)), 1105), n) for n in notes]
+        return Ok(warnings=len(notes))
+
+
+def _strict(sql_mode: Any) -> bool:
+    """STRICT_TRANS_TABLES / STRICT_ALL_TABLES: a missing value is an error, not a warning (1364, 1048)."""
+    modes = str(sql_mode).upper().split(",")
+    return "STRICT_TRANS_TABLES" in modes or "STRICT_ALL_TABLES" in modes
 
 
 def _is_insert(sql: str) -> bool:
