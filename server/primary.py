@@ -64,6 +64,11 @@ class Primary:
         self.slave_status: Callable[[], dict[str, object]] | None = None
         self.slave_control: Callable[[bool], bool] | None = None
 
+    @property
+    def schema(self) -> Any:
+        """The standalone primary's schema catalogue (SHOW TABLES, DESCRIBE...); None in the read-only modes."""
+        return None if self.standalone is None else self.standalone.schema
+
     def uptime(self) -> int:
         return int(time.monotonic() - self.started)
 

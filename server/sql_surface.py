@@ -1808,6 +1808,8 @@ SYSTEM_VARIABLES TABLES TABLESPACES TABLE_CONSTRAINTS TABLE_PRIVILEGES TABLE_STA
 USER_PRIVILEGES USER_STATISTICS USER_VARIABLES VIEWS THREAD_POOL_GROUPS THREAD_POOL_QUEUES THREAD_POOL_STATS
 THREAD_POOL_WAITS
 """))
+# information_schema tables the standalone primary fills from its schema catalogue (server/standalone/views.py)
+_SCHEMA_TABLES = frozenset({"SCHEMATA", "TABLES", "COLUMNS"})
 _BOOL_WORDS = {"ON": 1, "OFF": 0}
 _SESSION_BOUND = {"skip_replication", "autocommit", "sql_log_bin", "in_transaction", "warning_count",
                   "error_count"}
@@ -2001,32 +2003,59 @@ class _Stmt:
         db_given, name, alias = sel.table
         db = self.table_db(db_given)
         self.clears_diagnostics = True
+        cat = self.catalogue()
+        quals = {name.lower(), (alias or "").lower()}
         if db.lower() != "information_schema":
-            raise SqlError(C.ER_NO_SUCH_TABLE, f"Table '{db}.{name}' doesn't exist")
+            table = cat.table(db, name) if cat is not None else None
+            if table is None:
+                raise SqlError(C.ER_NO_SUCH_TABLE, f"Table '{db}.{name}' doesn't exist")
+            if table.columns is None or sel.unsupported:
+                raise not_supported(sel.unsupported or "SELECT from a table whose columns binlogd no longer knows "
+                                    "(CREATE TABLE ... SELECT or an ALTER it does not model)")
+            # a table of the standalone primary: no rows, as from a BLACKHOLE table (names are still checked)
+            return self.select_rows(sel, [c.name for c in table.columns], [], quals)
         key = name.upper()
         if key not in _IS_TABLES and not key.startswith("INNODB_"):
             raise SqlError(C.ER_UNKNOWN_TABLE, f"Unknown table '{name}' in information_schema")
+        if cat is not None and key in _SCHEMA_TABLES and not sel.unsupported:
+            from .standalone.views import INFORMATION_SCHEMA
+
+            names, rows_of = INFORMATION_SCHEMA[key]
+            return self.select_rows(sel, names, rows_of(cat), quals)
         if key not in _IS_VARIABLE_TABLES or sel.unsupported:
             raise not_supported(sel.unsupported or f"SELECT from information_schema.{key}")
         what, scope = _IS_VARIABLE_TABLES[key]
         pairs = self.variable_rows(what, scope)
         source = [{"variable_name": n.upper(), "variable_value": v} for n, v in pairs]
-        quals = {name.lower(), (alias or "").lower()}
+        return self.select_rows(sel, ["VARIABLE_NAME", "VARIABLE_VALUE"], source, quals)
+
+    def catalogue(self) -> Any:
+        """The standalone primary's schema catalogue (server/standalone/schema.py), None in the other modes."""
+        return getattr(self.server, "schema", None)
+
+    def select_rows(self, sel: _Select, names: list[str], source: list[dict[str, Any]],
+                    quals: set[str]) -> ResultSet:
+        """SELECT items / WHERE / ORDER BY / LIMIT over one table's rows (dicts keyed by lower-case column name)."""
         ev = self.ev
+        known = {n.lower() for n in names}
         columns: list[str] = []
         exprs: list[_Node | None] = []
         for it in sel.items:
             if it.expr is None:
                 if it.star_qual is not None and it.star_qual.lower() not in quals:
                     raise SqlError(C.ER_BAD_TABLE_ERROR, f"Unknown table '{it.star_qual}'")
-                columns += ["VARIABLE_NAME", "VARIABLE_VALUE"]
-                exprs += [_Col(0, 0, "VARIABLE_NAME", None), _Col(0, 0, "VARIABLE_VALUE", None)]
+                columns += names
+                exprs += [_Col(0, 0, n, None) for n in names]
             else:
                 columns.append(self.column_name(it))
                 exprs.append(it.expr)
-        self.check_columns(exprs, quals, "SELECT")
+        self.check_columns(exprs, quals, "SELECT", known)
         if sel.where is not None:
-            self.check_columns([sel.where], quals, "WHERE")
+            self.check_columns([sel.where], quals, "WHERE", known)
+        aliases = {it.alias.lower() for it in sel.items if it.alias is not None}
+        for e, _desc in sel.order:
+            if not (isinstance(e, _Lit) and isinstance(e.value, int)):
+                self.check_columns([e], quals, "ORDER BY", known | aliases)
         rows: list[tuple[tuple[Any, ...], list[Any]]] = []
         for r in source:
             ev.row = r
@@ -2056,13 +2085,13 @@ class _Stmt:
             out = out[off : off + cnt]
         return ResultSet(columns, out)
 
-    def check_columns(self, exprs: Sequence[_Node | None], quals: set[str], clause: str) -> None:
+    def check_columns(self, exprs: Sequence[_Node | None], quals: set[str], clause: str, known: set[str]) -> None:
         """Unknown columns are an error even when no row is read (MariaDB resolves names first)."""
         stack = [e for e in exprs if e is not None]
         while stack:
             e = stack.pop()
             if isinstance(e, _Col):
-                if e.name.lower() not in ("variable_name", "variable_value"):
+                if e.name.lower() not in known:
                     raise SqlError(C.ER_BAD_FIELD_ERROR, f"Unknown column '{e.name}' in '{clause}'")
                 if e.qual is not None and e.qual.lower() not in quals and \
                         e.qual.lower().split(".")[-1] not in quals:
@@ -2483,6 +2512,11 @@ class _Stmt:
             return ResultSet([f"@@session.{var}"], [(self.session_bound(var),)])
         if p.accept_kw("DATABASES", "SCHEMAS"):
             return self.show_databases(p)
+        cat = self.catalogue()
+        if cat is not None:
+            shown = self.show_schema(p, cat)
+            if shown is not None:
+                return shown
         shows_tables = p.is_kw(t, "TABLES") or (p.is_kw(t, "FULL", "OPEN") and p.is_kw(p.peek(1), "TABLES")) or \
             (p.is_kw(t, "TABLE") and p.is_kw(p.peek(1), "STATUS"))
         if shows_tables and self.session.database is None and not self._has_from(p):
@@ -2493,6 +2527,112 @@ class _Stmt:
         if p.is_kw(p.peek(), "BINARY") or p.peek().text.upper() not in _SHOW_KNOWN:
             p.fail()
         raise not_supported(f"SHOW {words}")
+
+    # --- the standalone primary's schema (server/standalone/schema.py, views.py)
+    def show_schema(self, p: _Parser, cat: Any) -> ResultSet | None:
+        """SHOW [FULL] TABLES, SHOW CREATE TABLE / DATABASE, SHOW [FULL] COLUMNS; None: not one of them."""
+        from .standalone import views
+
+        at = p.i
+        full = p.accept_kw("FULL") is not None
+        if p.accept_kw("TABLES"):
+            db = self.schema_db(p, cat)
+            pattern, where = self.like_or_where(p)
+            p.finish()
+            self.clears_diagnostics = True
+            col = f"Tables_in_{db}" + (f" ({pattern})" if pattern is not None else "")
+            rows: list[tuple[Any, ...]] = []
+            for name in sorted(list(cat.dbs[db].tables) if db in cat.dbs else []):
+                if pattern is not None and not like_match(name, pattern):
+                    continue
+                row = (name, "BASE TABLE") if full else (name,)
+                if where is not None and not self.row_matches(where, {col.lower(): name, "table_type": row[-1]}):
+                    continue
+                rows.append(row)
+            return ResultSet([col, "Table_type"] if full else [col], rows)
+        if p.accept_kw("COLUMNS", "FIELDS"):
+            if full:
+                raise not_supported("SHOW FULL COLUMNS")
+            p.expect_kw("FROM", "IN")
+            db_given, name = p.table_ref()
+            if p.accept_kw("FROM", "IN"):
+                db_given = p.ident_any()
+            pattern, where = self.like_or_where(p)
+            p.finish()
+            table = self.schema_table(cat, self.table_db(db_given), name)
+            rows = []
+            for r in views.describe_rows(table):
+                if pattern is not None and not like_match(r[0], pattern):
+                    continue
+                if where is not None and not self.row_matches(
+                        where, dict(zip((c.lower() for c in views.DESCRIBE_COLUMNS), r, strict=True))):
+                    continue
+                rows.append(r)
+            return ResultSet(list(views.DESCRIBE_COLUMNS), rows)
+        if full:
+            p.i = at
+            return None
+        if p.accept_kw("CREATE"):
+            if p.accept_kw("TABLE"):
+                db_given, name = p.table_ref()
+                p.finish()
+                table = self.schema_table(cat, self.table_db(db_given), name)
+                return ResultSet(["Table", "Create Table"], [(table.name, views.show_create_table(table))])
+            if p.accept_kw("DATABASE", "SCHEMA"):
+                if p.accept_kw("IF"):
+                    p.expect_kw("NOT")
+                    p.expect_kw("EXISTS")
+                name = p.ident_any()
+                p.finish()
+                d = cat.dbs.get(name)
+                if d is None:
+                    raise SqlError(C.ER_BAD_DB_ERROR, f"Unknown database '{name}'")
+                return ResultSet(["Database", "Create Database"], [(d.name, views.show_create_database(d))])
+        p.i = at
+        return None
+
+    def schema_db(self, p: _Parser, cat: Any) -> str:
+        """SHOW TABLES' database: FROM / IN db, else the default one (1046 without; 1049 when unknown)."""
+        if p.accept_kw("FROM", "IN"):
+            db = p.ident_any()
+        elif self.session.database is None:
+            raise SqlError(C.ER_NO_DB_ERROR, "No database selected")
+        else:
+            db = self.session.database
+        if db not in cat.dbs:
+            raise SqlError(C.ER_BAD_DB_ERROR, f"Unknown database '{db}'")
+        return db
+
+    def schema_table(self, cat: Any, db: str, name: str) -> Any:
+        table = cat.table(db, name)
+        if table is None:
+            raise SqlError(C.ER_NO_SUCH_TABLE, f"Table '{db}.{name}' doesn't exist")
+        if table.columns is None:
+            raise not_supported("a table whose columns binlogd no longer knows (CREATE TABLE ... SELECT or an "
+                                "ALTER it does not model)")
+        return table
+
+    def do_describe(self, p: _Parser) -> ResultSet | Ok:
+        """DESCRIBE / DESC / EXPLAIN tbl [column]: the standalone schema's columns (EXPLAIN of a query: 1235)."""
+        cat = self.catalogue()
+        verb = p.toks[p.i - 1].text.upper()
+        nxt = p.peek()
+        if cat is None or (nxt.kind == "ID" and nxt.text.upper() in _EXPLAINABLE) or nxt.kind not in ("ID", "QID"):
+            p.i -= 1
+            return self.other(verb)
+        from .standalone import views
+
+        db_given, name = p.table_ref()
+        column = None
+        if not p.at_end():
+            t = p.next()
+            if t.kind not in ("ID", "QID", "STR"):
+                p.fail(t)
+            column = str(t.value)
+        p.finish()
+        table = self.schema_table(cat, self.table_db(db_given), name)
+        rows = [r for r in views.describe_rows(table) if column is None or like_match(r[0], column)]
+        return ResultSet(list(views.DESCRIBE_COLUMNS), rows)
 
     @staticmethod
     def _has_from(p: _Parser) -> bool:
@@ -2570,7 +2710,9 @@ class _Stmt:
         self.clears_diagnostics = True
         col = "Database" if pattern is None else f"Database ({pattern})"
         rows = []
-        for db in ("information_schema",):
+        cat = self.catalogue()
+        user = sorted(d for d in list(cat.dbs)) if cat is not None else []
+        for db in ("information_schema", *user):
             if pattern is not None and not like_match(db, pattern):
                 continue
             if where is not None and not self.row_matches(where, {"database": db}):
@@ -2779,7 +2921,13 @@ _VERBS: dict[str, Callable[[_Stmt, _Parser], ResultSet | Ok]] = {
     "UPDATE": _Stmt.do_table_statement,
     "DELETE": _Stmt.do_table_statement,
     "TRUNCATE": _Stmt.do_table_statement,
+    "DESCRIBE": _Stmt.do_describe,
+    "DESC": _Stmt.do_describe,
+    "EXPLAIN": _Stmt.do_describe,
 }
+# what EXPLAIN / DESCRIBE explain when it is not a table (binlogd: 1235, as before)
+_EXPLAINABLE = frozenset({"SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE", "EXTENDED", "PARTITIONS", "FORMAT",
+                          "ANALYZE", "FOR", "WITH", "VALUES", "TABLE"})
 
 __all__ = ["DecimalText", "Ok", "ResultSet", "ServerView", "SessionState", "SqlError", "change_database", "execute",
            "like_match", "not_supported"]

@@ -172,14 +172,14 @@ def dml_plan(tree: exp.Expression) -> DmlPlan | None:
             if isinstance(tree, exp.Update):
                 for a in tree.expressions:
                     if isinstance(a, exp.EQ) and isinstance(a.this, exp.Column):
-                        refs.append((a.this.table or None, a.this.name, "field list"))
-                        refs += [(c.table or None, c.name, "field list") for c in a.expression.find_all(exp.Column)]
+                        refs.append((a.this.table or None, a.this.name, "SET"))
+                        refs += [(c.table or None, c.name, "SET") for c in a.expression.find_all(exp.Column)]
             where = tree.args.get("where")
             if where is not None:
-                refs += [(c.table or None, c.name, "where clause") for c in where.find_all(exp.Column)]
+                refs += [(c.table or None, c.name, "WHERE") for c in where.find_all(exp.Column)]
             order = tree.args.get("order")
             if order is not None:
-                refs += [(c.table or None, c.name, "order clause") for c in order.find_all(exp.Column)]
+                refs += [(c.table or None, c.name, "ORDER BY") for c in order.find_all(exp.Column)]
         keys = tuple(_table_key(t) for t in tables if t.db or t.name not in aliases)  # not a multi-DELETE alias
         return DmlPlan(target=_table_key(tables[0]) if exact else None, tables=keys, refs=tuple(refs), exact=exact,
                        aliases=aliases)
@@ -248,6 +248,25 @@ def _default_text(e: exp.Expression) -> str:
     return e.sql("mysql").lower()
 
 
+_NUMERIC = re.compile(r"^'?(-?\d+(?:\.\d*)?)'?$")
+
+
+def _typed_default(ctype: str, default: str | None) -> str | None:
+    """A numeric column's DEFAULT as MariaDB stores it: unquoted, decimals to the column's scale (1.5 -> 1.50)."""
+    if default is None or not ctype.startswith(("tinyint", "smallint", "mediumint", "int", "bigint", "decimal")):
+        return default
+    m = _NUMERIC.match(default)
+    if m is None:
+        return default
+    value = m.group(1)
+    scale = re.match(r"decimal\(\d+,(\d+)\)", ctype)
+    if scale is not None:
+        digits = int(scale.group(1))
+        whole, _, frac = value.partition(".")
+        return whole + ("." + (frac + "0" * digits)[:digits] if digits else "")
+    return value
+
+
 def column_of(cd: exp.ColumnDef) -> tuple[Column, list[tuple[str, str, list[str]]]]:
     """A column definition and the keys it declares inline (PRIMARY KEY, UNIQUE)."""
     kind = cd.args.get("kind")
@@ -283,6 +302,7 @@ def column_of(cd: exp.ColumnDef) -> tuple[Column, list[tuple[str, str, list[str]
         elif isinstance(k, exp.ComputedColumnConstraint):
             col.generated = True
     del explicit_null
+    col.default = _typed_default(ctype, col.default)
     if col.nullable and col.default is None and not col.generated:
         col.default = "NULL"
     if col.default == "NULL" and not col.nullable:
@@ -437,7 +457,7 @@ class Catalogue:
             for name in plan.columns:
                 c = t.column(name)
                 if c is None:
-                    raise unknown_column(name, "field list")
+                    raise unknown_column(name, "INSERT INTO")
                 if c.name.lower() in seen:
                     raise SqlError(ER_FIELD_SPECIFIED_TWICE, f"Column '{c.name}' specified twice")
                 seen.add(c.name.lower())
