@@ -1,5 +1,5 @@
 """``python -m benchmarks._binlogd_launcher serve ...``: binlogd's CLI, optionally from another source tree and/or
-with an on-demand cProfile. Started by ``dump_throughput`` through ``tests.harness.Binlogd.start(module=...)``.
+with an on-demand cProfile. Started by ``dump_throughput`` through ``binlogd.testing.Binlogd.start(module=...)``.
 
 * ``$BINLOGD_BENCH_TREE``: a checkout holding ``binlogd/``, ``server/`` and ``protocol/`` (e.g. a patched copy of
   this repository); its folders are mapped under the ``binlogd.`` namespace ahead of the installed package, so that

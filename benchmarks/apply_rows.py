@@ -34,7 +34,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from tests.harness import REPO_ROOT, HarnessError, MariaDB
+from benchmarks import REPO_ROOT
+from binlogd.testing import HarnessError, MariaDB
 
 console = Console()
 

@@ -133,7 +133,7 @@ def drain_dump(host: str, port: int, statements: list[str], server_id: int, file
 
 
 def make_ledger(binlogs: Path, ledger: Path, first: str) -> dict[str, float]:
-    from tests.harness import Binlogd
+    from binlogd.testing import Binlogd
 
     log = ledger.parent / "binlogd.log"
     srv = Binlogd.start(["--binlog-dir", str(binlogs), "--server-id", "100", "--ledger", str(ledger)], None,

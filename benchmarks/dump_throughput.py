@@ -11,7 +11,7 @@ Run from the repository root (see benchmarks/README.md)::
    INSERT ... SELECT / DELETE with full 8 KiB row events, a STATEMENT-format UPDATE and a DDL per round; one
    round in four under SET skip_replication=1) and cached under --cache-dir, keyed by N, the workload version
    and --max-binlog-size. Events are counted with protocol.binlog_file.scan.
-2. The files are served by a MariaDB primary (tests.harness.make_primary_from_binlogs: copies of the files plus
+2. The files are served by a MariaDB primary (binlogd.testing.make_primary_from_binlogs: copies of the files plus
    the one small file mariadbd opens at startup, which --to-last-log reads too and which is counted and
    verified like the others), by binlogd (default policy), by binlogd --compat mariadb and, with
    --binlogd-tree, by binlogd running another source tree (before/after comparisons of a patch).
@@ -74,7 +74,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from tests.harness import REPO_ROOT, Binlogd, MariaDB, find_binary, make_primary_from_binlogs
+from benchmarks import REPO_ROOT
+from binlogd.testing import Binlogd, MariaDB, find_binary, make_primary_from_binlogs
 
 DEFAULT_EVENTS = 1_000_000
 DEFAULT_MAX_BINLOG_SIZE = 64 << 20
@@ -779,7 +780,7 @@ def start_binlogd(bs: BinlogSet, key: str, tree: Path | None, log_path: Path, pr
         env["BINLOGD_BENCH_TREE"] = str(tree)
     if profile_out is not None:
         env["BINLOGD_BENCH_PROFILE"] = str(profile_out)
-    return Binlogd.start(args, log_path=log_path, env=env, module=LAUNCHER)
+    return Binlogd.start(args, log_path=log_path, env=env, module=LAUNCHER, cwd=REPO_ROOT)
 
 
 def _binlogd_target(key: str, server: Binlogd, bs: BinlogSet) -> Target:

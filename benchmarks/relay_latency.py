@@ -46,7 +46,7 @@ from binlogd.protocol.gtid import peek_gtid
 from rich.console import Console
 from rich.table import Table
 
-from tests.harness import Binlogd, MariaDB, find_binary, make_primary_from_binlogs
+from binlogd.testing import Binlogd, MariaDB, find_binary, make_primary_from_binlogs
 
 from .dump_throughput import (
     DEFAULT_CACHE_DIR,

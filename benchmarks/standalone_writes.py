@@ -54,6 +54,7 @@ from binlogd.protocol.tables_info import TABLES_INFO_EVENT
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks import REPO_ROOT
 from benchmarks.dump_throughput import (
     LAUNCHER,
     RESULTS_DIR,
@@ -66,7 +67,7 @@ from benchmarks.dump_throughput import (
     cpu_seconds,
     machine_busy_seconds,
 )
-from tests.harness import REPO_ROOT, Binlogd, MariaDB, find_binary
+from binlogd.testing import Binlogd, MariaDB, find_binary
 
 TARGETS = ("mariadb", "binlogd", "binlogd-tables-info")
 DEFAULT_TARGETS = TARGETS
@@ -273,7 +274,7 @@ def profile(key: str, args: argparse.Namespace, work: Path, stack: contextlib.Ex
     """One more (untimed) run against a binlogd whose event-loop thread is under cProfile during the writes."""
     stats_path = work / f"{key}.cprofile"
     b = Binlogd.start(_binlogd_args(key, work / f"{key}-profiled", args.sync_binlog), log_path=work / f"{key}-prof.log",
-                      module=LAUNCHER, env={"BINLOGD_BENCH_PROFILE": str(stats_path)})
+                      module=LAUNCHER, cwd=REPO_ROOT, env={"BINLOGD_BENCH_PROFILE": str(stats_path)})
     stack.callback(b.stop)
     server = Server(key, TARGET_LABELS[key] + " (profiled)", b.host, b.port, b.pid, work / f"{key}-profiled")
     _setup(server)

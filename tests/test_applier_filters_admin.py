@@ -18,8 +18,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
+from binlogd.testing.mariadb import HOST, find_binary, free_port, wait_until
 from tests.harness.applier import running_applier
-from tests.harness.mariadb import HOST, find_binary, free_port, wait_until
 
 SO, SOC = "STARTUP_OPTIONS", "STARTUP_OPTIONS_FOR_CHANNEL"
 CRF, CRFC = "CHANGE_REPLICATION_FILTER", "CHANGE_REPLICATION_FILTER_FOR_CHANNEL"

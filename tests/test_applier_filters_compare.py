@@ -27,8 +27,8 @@ import pymysql
 import pytest
 from binlogd.applier.filters import FilterRegistry, FilterType
 
+from binlogd.testing.mariadb import HOST, MariaDB, free_port, wait_until
 from tests.harness.applier import running_applier
-from tests.harness.mariadb import HOST, MariaDB, free_port, wait_until
 
 pytestmark = pytest.mark.mariadb
 

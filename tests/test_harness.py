@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-import tests.harness.binlogd as hb
-import tests.harness.mariadb as hm
+import binlogd.testing.binlogd_server as hb
+import binlogd.testing.mariadb as hm
 from tests.harness import BinlogdStartError, MariaDB, SlaveWaitError, free_port
 from tests.oracle_data import oracle_dir
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from binlogd.server.ledger import Ledger, LedgerError, file_name, scan_directory
 
-from tests.harness.binlogd import REPO_ROOT
+from tests.harness import REPO_ROOT
 from tests.oracle_data import oracle_dir
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from binlogd.testing import Binlogd
 from tests.dumpclient import raw_dump, split_packets
-from tests.harness.binlogd import Binlogd
 from tests.oracle_data import ORACLE
 
 CAPTURES = sorted(p.stem for p in ORACLE.glob("*.json"))

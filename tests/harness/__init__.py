@@ -1,12 +1,14 @@
-"""Test harness: private real MariaDB servers and the binlogd server as subprocesses.
+"""The project's tests use the installed harness, binlogd.testing; this adds what only a checkout has.
 
-Import as ``from tests.harness import MariaDB, Binlogd`` (pyproject's ``pythonpath = ["."]`` puts the
-repository root on sys.path). Do not also import it as plain ``harness`` (possible because tests/ has no
-__init__.py): that would load a second copy of the modules. Fixtures live in tests/conftest.py.
+Import as ``from tests.harness import MariaDB, Binlogd`` (pyproject's ``pythonpath = ["."]`` puts the repository root
+on sys.path). Fixtures live in tests/conftest.py.
 """
 
-from .binlogd import REPO_ROOT, Binlogd, BinlogdStartError
-from .mariadb import (
+from pathlib import Path
+
+from binlogd.testing import (
+    Binlogd,
+    BinlogdStartError,
     HarnessError,
     MariaDB,
     MariaDBStartError,
@@ -19,6 +21,9 @@ from .mariadb import (
     pid_exited,
     wait_until,
 )
+
+# The repository root: where `python -m tests...` / `-m benchmarks...` modules are found.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 __all__ = [
     "REPO_ROOT",

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from .binlogd import REPO_ROOT
+from tests.harness import REPO_ROOT
 
 __all__ = ["ApplierProc", "running_applier"]
 
