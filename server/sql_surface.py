@@ -2534,6 +2534,7 @@ class _Stmt:
         from .standalone import views
 
         at = p.i
+        self.clears_diagnostics = True  # they read tables: SHOW WARNINGS is reset, as by MariaDB
         full = p.accept_kw("FULL") is not None
         if p.accept_kw("TABLES"):
             db = self.schema_db(p, cat)
@@ -2622,6 +2623,7 @@ class _Stmt:
             return self.other(verb)
         from .standalone import views
 
+        self.clears_diagnostics = True
         db_given, name = p.table_ref()
         column = None
         if not p.at_end():

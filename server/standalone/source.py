@@ -176,14 +176,24 @@ class StandaloneSource:
 
     # --- statements ----------------------------------------------------------------------------------
     async def execute(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
-        stmt = classify(sql, st.database)
-        kind = stmt.kind
-        if kind is Kind.DML:
-            if stmt.plan is not None:
-                self.schema.check_dml(stmt.plan, st.database, _strict(self._get(st, "sql_mode")))
-            return await self._dml(stmt, st, ws)
-        if kind in (Kind.DDL, Kind.DB_DDL):
-            return await self._ddl(stmt, st, ws)
+        try:
+            stmt = classify(sql, st.database)
+            kind = stmt.kind
+            if kind is Kind.DML:
+                if stmt.plan is not None:
+                    self.schema.check_dml(stmt.plan, st.database, _strict(self._get(st, "sql_mode")))
+                done = await self._dml(stmt, st, ws)
+                st.diagnostics = []  # a statement that uses a table resets SHOW WARNINGS
+                return done
+            if kind in (Kind.DDL, Kind.DB_DDL):
+                st.diagnostics = []
+                return await self._ddl(stmt, st, ws)
+            if kind is Kind.USE and stmt.database is not None and stmt.database.lower() != "information_schema":
+                self.use_database(st, stmt.database)
+                return Ok()
+        except SqlError as e:
+            st.diagnostics = [("Error", e.code, e.message)]  # SHOW WARNINGS after an error, as in MariaDB
+            raise
         if kind is Kind.FLUSH_LOGS:
             await self._implicit_commit(st, ws)
             name = await self._run(self.files.rotate)
@@ -192,9 +202,6 @@ class StandaloneSource:
         if kind is Kind.PURGE:
             in_use = {d.file for d in getattr(self.server, "dumps", {}).values()}
             await self._run(self.files.purge, stmt.purge_to, stmt.purge_before, in_use)
-            return Ok()
-        if kind is Kind.USE and stmt.database is not None and stmt.database.lower() != "information_schema":
-            self.use_database(st, stmt.database)
             return Ok()
         if kind is Kind.BEGIN:
             await self._implicit_commit(st, ws)

@@ -129,10 +129,7 @@ def _type_facts(c: Column, t: Table) -> tuple[str, Any, Any, Any, Any, Any, Any,
     octets = None
     if length is not None:
         per_char = 1 if binary else _CHARSET_BYTES.get(t.charset, 4)
-        if base in _TEXT_LENGTH:
-            octets, length = length, length // per_char  # TEXT's limit is in bytes
-        else:
-            octets = length * per_char
+        octets = length if base in _TEXT_LENGTH else length * per_char  # TEXT / BLOB: both are the byte limit
     precision: Any = None
     scale: Any = None
     if base in _INT_PRECISION:
