@@ -16,6 +16,7 @@ import datetime as dt
 import mmap
 import re
 import subprocess
+import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -35,7 +36,7 @@ from binlogd.protocol.events import (
 from pymysqlreplication import BinLogStreamReader
 
 from binlogd.testing.builder import BinlogBuilder
-from tests.harness import find_binary
+from tests.harness import find_binary, wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore:'db' is deprecated:DeprecationWarning")
 
@@ -375,10 +376,10 @@ def remote_args(port: int) -> list[str]:
     return ["--read-from-remote-server", "--host=127.0.0.1", f"--port={port}", "--user=root"]
 
 
-def pymysqlrepl_events(port: int, *, blocking: bool = False, until: int | None = None,
-                       timeout: float = 30, **kw: Any) -> list[tuple[Any, ...]]:
+def pymysqlrepl_events(port: int, *, blocking: bool = False, until: int | None = None, timeout: float = 30,
+                       started: threading.Event | None = None, **kw: Any) -> list[tuple[Any, ...]]:
     """python-mysql-replication 1.0.17 from binlogd: (file, class, server_id, log_pos, flags, detail) per event,
-    without the fake ROTATE it gets at the start of each file (log_pos 0)."""
+    without the fake ROTATE it gets at the start of each file (log_pos 0). `started` is set at the first event."""
     settings = {"host": "127.0.0.1", "port": port, "user": "root", "password": "", "read_timeout": timeout}
     stream = BinLogStreamReader(connection_settings=settings, server_id=101, is_mariadb=True, verify_checksum=True,
                                 blocking=blocking, annotate_rows_event=True, **kw)
@@ -403,6 +404,8 @@ def pymysqlrepl_events(port: int, *, blocking: bool = False, until: int | None =
             elif hasattr(ev, "next_binlog"):
                 detail = ev.next_binlog
             out.append((stream.log_file, type(ev).__name__, pk.server_id, pk.log_pos, pk.flags, detail))
+            if started is not None:
+                started.set()
             if until is not None and len(out) >= until:
                 break
     finally:
@@ -493,3 +496,113 @@ def test_every_builder_call_decoded_by_real_readers(binlogd: Any, tmp_path: Path
     got = pymysqlrepl_events(server.port)
     assert got == [e for e in expected_pymysqlrepl(b) if e[1] != "NotImplementedEvent"]
     assert "Traceback" not in server.log_text()
+
+
+BIG = 17 << 20  # over the 16 MiB - 1 of one MySQL packet: the event is split over two packets on the wire
+
+
+@pytest.mark.mariadb
+def test_events_over_16_mib(binlogd: Any, tmp_path: Path) -> None:
+    """A 17 MiB row (LONGBLOB) and a 17 MiB unknown ignorable event: mariadb-binlog reads both from the file and
+    from binlogd, python-mysql-replication gets the row's value whole."""
+    d = tmp_path / "big"
+    b = BinlogBuilder(d, timestamp=TS)
+    big_value = bytes(range(32, 127)) * (BIG // 95 + 1)
+    with b.transaction() as t:
+        t.insert("db", "big", ["id INT", "v LONGBLOB"], [(1, big_value)])
+    b.ignorable(100, b"\x01" * BIG)
+    with b.transaction() as t:
+        t.query("INSERT INTO db.small VALUES (1)", db="db")
+    b.close()
+    sizes = [w.end - w.start for w in b.written]
+    assert sum(s > BIG for s in sizes) == 2
+    expected = [(w.end, _KINDS.get(w.type_code, "Ignorable")) for w in b.written]
+
+    def positions(text: str) -> list[tuple[int, str]]:
+        return [(int(m[2]), _kind(m[3])) for line in text.splitlines() if (m := _HEADER.match(line)) and m[2] != "0"]
+
+    assert positions(run_mariadb_binlog(str(d / b.file))) == expected
+    server = binlogd(["--binlog-dir", str(d)])
+    assert positions(run_mariadb_binlog(*remote_args(server.port), b.file)) == expected
+    got = pymysqlrepl_events(server.port)
+    rows = [e for e in got if e[1] == "WriteRowsEvent"]
+    assert len(rows) == 1 and rows[0][5][2] == [{"UNKNOWN_COL0": 1, "UNKNOWN_COL1": big_value.decode()}]
+    assert [e[3] for e in got] == [w.end for w in b.written if w.type_code != 100]
+
+
+# ---- appending while clients are connected ------------------------------------------------------------------
+
+
+@pytest.mark.mariadb
+def test_appending_live_to_a_served_directory(binlogd: Any, tmp_path: Path) -> None:
+    """binlogd serves the builder's directory while the builder appends groups and rotates: a blocking
+    python-mysql-replication client and `mariadb-binlog --stop-never` connected before receive them all."""
+    d = tmp_path / "live"
+    b = BinlogBuilder(d, timestamp=TS)
+    b.statement("CREATE DATABASE live", db="live")
+    server = binlogd(["--binlog-dir", str(d)])
+
+    # FDE GTID_LIST CHECKPOINT GTID QUERY | GTID TABLE_MAP WRITE_ROWS XID | ROTATE | FDE GTID_LIST CHECKPOINT |
+    # GTID QUERY XID | GTID QUERY
+    n_expected = 5 + 4 + 1 + 3 + 3 + 2
+    results: list[Any] = []
+    started = threading.Event()
+
+    def read() -> None:
+        try:
+            results.append(pymysqlrepl_events(server.port, blocking=True, until=n_expected, started=started))
+        except Exception as e:  # reported by the assertion below
+            results.append(e)
+            started.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert started.wait(30), "python-mysql-replication did not start reading"
+    out = tmp_path / "stop-never.txt"
+    with open(out, "wb") as f:
+        proc = subprocess.Popen([_bin("mariadb-binlog"), "--no-defaults", "--base64-output=decode-rows", "-vv",
+                                 *remote_args(server.port), "--stop-never", "--stop-never-slave-server-id=55",
+                                 b.file], stdout=f, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: "CREATE DATABASE live" in out.read_text(errors="replace"), timeout=30,
+                   message="mariadb-binlog --stop-never read the first group")
+        with b.transaction() as t:
+            t.insert("live", "t", ["id INT"], [(1,)])
+        b.rotate()
+        with b.transaction(domain=2) as t:
+            t.query("INSERT INTO live.t VALUES (2)", db="live")
+        b.statement("DROP TABLE live.t", db="live")
+        reader.join(60)
+        assert not reader.is_alive(), "python-mysql-replication did not receive every appended event"
+        wait_until(lambda: "DROP TABLE live.t" in out.read_text(errors="replace"), timeout=30,
+                   message="mariadb-binlog --stop-never read the last group")
+    finally:
+        proc.kill()
+        proc.wait(10)
+        b.close()
+    got = results[0]
+    assert isinstance(got, list), f"python-mysql-replication failed: {got!r}"
+    assert [(e[1], e[3]) for e in got] == [(_CLASSES[w.type_code], w.end) for w in b.written]
+    assert [e[5] for e in got if e[1] == "MariadbGtidEvent"] == ["0-1-1", "0-1-2", "2-1-1", "0-1-3"]
+    text = out.read_text(errors="replace")
+    ends = [int(m[2]) for line in text.splitlines() if (m := _HEADER.match(line)) and m[2] != "0"]
+    assert ends == [w.end for w in b.written]
+    assert "### INSERT INTO `live`.`t`" in text and "INSERT INTO live.t VALUES (2)" in text
+
+
+# ---- continuing a directory ---------------------------------------------------------------------------------
+
+
+def test_a_builder_continues_an_existing_directory(tmp_path: Path) -> None:
+    """A second builder on the same directory appends to its last file and continues the GTID sequence."""
+    with BinlogBuilder(tmp_path, timestamp=TS) as b:
+        b.statement("CREATE DATABASE a", domain=3, seq_no=41)
+        end = b.position
+    with pytest.raises(ValueError, match="checksum='NONE'"):
+        BinlogBuilder(tmp_path, checksum="NONE")
+    with BinlogBuilder(tmp_path, timestamp=TS) as b2:
+        assert (b2.file, b2.position, b2.gtid_state) == ("mysql-bin.000001", end, "3-1-41")
+        assert b2.statement("CREATE DATABASE b", domain=3) == "3-1-42"
+    types = [e.header.type_code for e in _events(tmp_path / "mysql-bin.000001")]
+    assert types == [15, 163, 161, 162, 2, 162, 2]
+    assert _events(tmp_path / "mysql-bin.000001")[0].header.flags & 1 == 0  # closed: in-use flag clear
