@@ -231,7 +231,8 @@ def _relay(binlogd: Any, upstream: MariaDB, datadir: Path, url_password: str | N
     """A relay binlogd registering with its own server_id (two with one id would make the upstream drop one)."""
     auth = "repl" if url_password is None else f"repl:{url_password}"
     return binlogd(["--upstream", f"mysql://{auth}@{upstream.host}:{upstream.port}", "--datadir", str(datadir),
-                    "--server-id", str(100 + len(binlogd.servers)), "--upstream-heartbeat", "1", "--upstream-retry-max", "0.5", *extra],
+                    "--server-id", str(100 + len(binlogd.servers)), "--upstream-heartbeat", "1",
+                    "--upstream-retry-max", "0.5", *extra],
                    env=env)
 
 
