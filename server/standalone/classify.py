@@ -3,8 +3,9 @@
 sqlglot (which mysql-mimic brings) parses the statements binlogd logs, to refuse invalid SQL with MariaDB's
 1064 before anything is written and to find what the statement reads: user variables (USER_VAR events),
 RAND() without a seed (RAND event), LAST_INSERT_ID() (INTVAR event), the clock (time zone / microseconds status
-variables) and unqualified table names (1046 without a default database). Everything that is not a write goes to
-the read-only SQL surface (`server.sql_surface`), which answers or refuses it exactly as before.
+variables) and unqualified table names (1046 without a default database); the same parse gives the schema
+catalogue what it checks (DDL trees, DML plans cached by statement shape: `schema.py`). Everything that is not a
+write goes to the read-only SQL surface (`server.sql_surface`), which answers or refuses it exactly as before.
 
 Refused writes (1235 "This version of binlogd doesn't yet support ..."): temporary tables (they live in the
 replica's applier thread and need per-thread state binlogd does not keep), LOAD DATA (file events), and, through

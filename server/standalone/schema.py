@@ -135,6 +135,12 @@ def _table_key(t: exp.Table) -> tuple[str | None, str]:
     return (t.db or None, t.name)
 
 
+def _column_refs(node: exp.Expression, clause: str) -> list[tuple[str | None, str, str]]:
+    """The column references under `node` (the DEFAULT keyword, which sqlglot reads as a column, is not one)."""
+    return [(c.table or None, c.name, clause) for c in node.find_all(exp.Column)
+            if not (c.name.upper() == "DEFAULT" and not c.this.args.get("quoted") and not c.table)]
+
+
 def dml_plan(tree: exp.Expression) -> DmlPlan | None:
     """The plan of an INSERT / UPDATE / DELETE tree, or None when nothing about it can be checked."""
     ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
@@ -172,14 +178,11 @@ def dml_plan(tree: exp.Expression) -> DmlPlan | None:
             if isinstance(tree, exp.Update):
                 for a in tree.expressions:
                     if isinstance(a, exp.EQ) and isinstance(a.this, exp.Column):
-                        refs.append((a.this.table or None, a.this.name, "SET"))
-                        refs += [(c.table or None, c.name, "SET") for c in a.expression.find_all(exp.Column)]
-            where = tree.args.get("where")
-            if where is not None:
-                refs += [(c.table or None, c.name, "WHERE") for c in where.find_all(exp.Column)]
-            order = tree.args.get("order")
-            if order is not None:
-                refs += [(c.table or None, c.name, "ORDER BY") for c in order.find_all(exp.Column)]
+                        refs += _column_refs(a, "SET")
+            for clause, name in (("where", "WHERE"), ("order", "ORDER BY")):
+                node = tree.args.get(clause)
+                if node is not None:
+                    refs += _column_refs(node, name)
         keys = tuple(_table_key(t) for t in tables if t.db or t.name not in aliases)  # not a multi-DELETE alias
         return DmlPlan(target=_table_key(tables[0]) if exact else None, tables=keys, refs=tuple(refs), exact=exact,
                        aliases=aliases)

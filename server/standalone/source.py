@@ -1,6 +1,7 @@
 """The standalone source: client statements in, binlog groups out, through one writer thread.
 
-`execute()` is called for every COM_QUERY of a standalone server. Writes are classified (`classify`), turned into
+`execute()` is called for every COM_QUERY of a standalone server. Writes are classified (`classify`), checked
+against the schema catalogue (`schema`: refused with MariaDB's error before anything is logged), turned into
 events (`logger`) and either buffered in the session's open transaction or committed; everything else goes to
 the read-only SQL surface as in directory mode, with the transaction side effects MariaDB has (COMMIT writes the
 buffered transaction, ROLLBACK drops it, BEGIN / DDL / FLUSH / SET autocommit=1 commit it implicitly).
@@ -359,8 +360,7 @@ def _is_insert(sql: str) -> bool:
 
 
 def use_database(st: SessionState, name: str) -> None:
-    """USE / COM_INIT_DB in standalone mode: any database name is accepted (binlogd keeps no catalogue; a replica
-    that lacks the database reports it when it applies the first statement)."""
+    """Make `name` the session's database (StandaloneSource.use_database checks it against the catalogue)."""
     if name.lower() == "information_schema":
         change_database(st, name)
         return
