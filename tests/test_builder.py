@@ -36,7 +36,7 @@ from binlogd.protocol.events import (
 from pymysqlreplication import BinLogStreamReader
 
 from binlogd.testing.builder import BinlogBuilder
-from tests.harness import find_binary, wait_until
+from tests.harness import MariaDB, find_binary, wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore:'db' is deprecated:DeprecationWarning")
 
@@ -284,12 +284,13 @@ def test_other_bad_arguments(tmp_path: Path, built: tuple[BinlogBuilder, Path]) 
 # ---- every builder call, decoded by real readers -----------------------------------------------------------
 
 SHOP_COLUMNS = [c.replace("id INT NOT NULL PRIMARY KEY", "id INT UNSIGNED NOT NULL PRIMARY KEY") for c in COLUMNS]
+CREATE_SHOP = "CREATE DATABASE shop CHARACTER SET utf8mb4"  # the builder's default charset: the DDL must agree
 CREATE_SHOP_T = f"CREATE TABLE shop.t ({', '.join(SHOP_COLUMNS)})"
 
 
 def script(b: BinlogBuilder) -> None:
     """Every builder call once (the stream the reader tests decode)."""
-    b.statement("CREATE DATABASE shop", db="shop")
+    b.statement(CREATE_SHOP, db="shop")
     b.statement(CREATE_SHOP_T, db="shop")
     b.tables_info([("shop", "t")], "shop")
     with b.transaction() as t:
@@ -447,7 +448,7 @@ _CLASSES = {15: "FormatDescriptionEvent", 163: "MariadbGtidListEvent", 161: "Mar
 
 def expected_pymysqlrepl(b: BinlogBuilder) -> list[tuple[Any, ...]]:
     """The builder's events as python-mysql-replication must return them (script()'s statements and rows)."""
-    queries = iter([("shop", "CREATE DATABASE shop"), ("shop", CREATE_SHOP_T),
+    queries = iter([("shop", CREATE_SHOP), ("shop", CREATE_SHOP_T),
                     ("shop", "UPDATE shop.t SET f=7 WHERE id=2"), ("", "COMMIT"), ("shop", "DROP TABLE shop.t")])
     annotations = iter([b"INSERT INTO shop.t VALUES (...)", b"UPDATE shop.t SET f=7 WHERE id=2"])
     rows = {23: [pymysqlrepl_row(ROW_1), pymysqlrepl_row(ROW_2)],
@@ -606,3 +607,66 @@ def test_a_builder_continues_an_existing_directory(tmp_path: Path) -> None:
     types = [e.header.type_code for e in _events(tmp_path / "mysql-bin.000001")]
     assert types == [15, 163, 161, 162, 2, 162, 2]
     assert _events(tmp_path / "mysql-bin.000001")[0].header.flags & 1 == 0  # closed: in-use flag clear
+
+
+# ---- a real replica applies what the builder wrote --------------------------------------------------------
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize("mode", ["REPLICATE", "FILTER_ON_MASTER", "FILTER_ON_SLAVE"])
+def test_a_real_replica_applies_the_built_stream(mariadb: Any, binlogd: Any, tmp_path: Path, mode: str) -> None:
+    """A MariaDB 10.11 replica of binlogd serving a built directory executes its statements and applies its row
+    events (every column type, values read back equal to the scripted ones); flagged groups are applied or
+    skipped by replicate_events_marked_for_skip; unknown ignorable and tables-info events are passed over."""
+    d = tmp_path / "built"
+    b = BinlogBuilder(d, server_id=7, timestamp=TS, tables_info=True)
+    b.statement(CREATE_SHOP, db="shop")
+    b.statement(CREATE_SHOP_T, db="shop")
+    with b.transaction() as t:
+        t.tables_info([("shop", "t")], "shop")
+        t.insert("shop", "t", SHOP_COLUMNS, [ROW_1, ROW_2], annotate="INSERT INTO shop.t VALUES (...)")
+    with b.transaction(skip_replication=True) as t:
+        t.insert("shop", "t", SHOP_COLUMNS, [(*([None] * 28), 3)])
+        t.ignorable(100, b"unknown")
+    b.rotate()
+    with b.transaction() as t:
+        t.update("shop", "t", SHOP_COLUMNS, [(ROW_2, ROW_2B)])
+    with b.transaction(domain=1) as t:
+        t.query("INSERT INTO shop.t (id) VALUES (4)", db="shop")
+    b.close()
+    server = binlogd(["--binlog-dir", str(d), "--server-id", "100"])
+    replica = mariadb("replica", 2, "--default-time-zone=+00:00")
+    replica.set_skip_mode(mode)
+    replica.change_master(server.host, server.port, use_gtid="slave_pos")
+    replica.start_slave()
+    st = replica.wait_slave_pos(b.file, b.position, timeout=60)
+    assert st["Slave_SQL_Running"] == "Yes" and st["Last_SQL_Errno"] == 0, MariaDB.format_slave_status(st)
+    ids = [r[0] for r in replica.query("SELECT id FROM shop.t ORDER BY id")]
+    assert ids == ([1, 2, 3, 4] if mode == "REPLICATE" else [1, 2, 4])
+    assert replica.query("SELECT f FROM shop.t WHERE id = 2") == [(7,)]
+    row = replica.query(f"SELECT {', '.join(c.split()[0] for c in SHOP_COLUMNS)} FROM shop.t WHERE id = 1")[0]
+    scripted = tuple(v.replace(tzinfo=None) if isinstance(v, dt.datetime) else v for v in ROW_1)
+    assert row == scripted
+    assert replica.gtid_slave_pos() == "0-7-5,1-7-1"
+
+
+@pytest.mark.mariadb
+def test_a_replica_stops_on_an_ignorable_event_between_groups(mariadb: Any, binlogd: Any, tmp_path: Path) -> None:
+    """What a real 10.11 replica does with `BinlogBuilder.ignorable` outside a group: its IO thread refuses an
+    event that is not in a GTID group ("The current group of events starts with a non-GTID Unknown event") and
+    stops with 1595. Inside a group (`Transaction.ignorable`, the previous test) the same event is passed over."""
+    d = tmp_path / "between"
+    b = BinlogBuilder(d, server_id=7, timestamp=TS)
+    b.statement("CREATE DATABASE x", db="x")
+    b.ignorable(100, b"between groups")
+    b.statement("CREATE TABLE x.t (id INT)", db="x")
+    b.close()
+    server = binlogd(["--binlog-dir", str(d), "--server-id", "100"])
+    replica = mariadb("replica", 2)
+    replica.change_master(server.host, server.port, use_gtid="slave_pos")
+    replica.start_slave()
+    st = replica.wait_until(lambda: (s := replica.slave_status())["Last_IO_Errno"] and s, timeout=30,
+                            message="the replica's IO thread stopping")
+    assert (st["Slave_IO_Running"], st["Last_IO_Errno"]) == ("No", 1595), MariaDB.format_slave_status(st)
+    replica.wait_until(lambda: replica.gtid_slave_pos() == "0-7-1", timeout=30, message="the first group applied")
+    assert "starts with a non-GTID Unknown event" in replica.error_log_tail(20)
