@@ -321,8 +321,8 @@ class BinlogBuilder:
 
     def tables_info(self, tables: Sequence[tuple[str | None, str]], default_db: str | None = None, *,
                     skip_replication: bool = False, timestamp: int | None = None) -> None:
-        """A tables-info event between groups (inside a group: `Transaction.tables_info`, where binlogd's own
-        writer puts them; between groups a MariaDB replica that is sent it stops, as for `ignorable`)."""
+        """A tables-info event between groups (binlogd's own writer puts them inside groups:
+        `Transaction.tables_info`)."""
         self._write([self._tables_info_ev(tables, default_db)], skip_replication, timestamp, None)
 
     def rotate(self, next_file: str | None = None, *, timestamp: int | None = None) -> str:
