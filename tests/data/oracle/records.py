@@ -139,10 +139,15 @@ def is_dummy(etype: int, decoded: dict[str, Any]) -> bool:
     return False
 
 
+def crc_ok(ev: bytes) -> bool:
+    """Whether the event ends in a valid CRC32 of the rest (how the format decides what has a checksum)."""
+    return len(ev) >= 23 and zlib.crc32(ev[:-4]) == int.from_bytes(ev[-4:], "little")
+
+
 def event_record(i: int, raw_offset: int, seq: int, payload: bytes, t_ms: float) -> dict[str, Any]:
     ev = payload[1:]
     ts, etype, sid, esize, logpos, flags = HEADER.unpack_from(ev, 0)
-    has_crc = len(ev) >= 23 and zlib.crc32(ev[:-4]) == int.from_bytes(ev[-4:], "little")
+    has_crc = crc_ok(ev)
     decoded = decode_body(etype, ev, has_crc)
     rec: dict[str, Any] = {
         "i": i, "raw_offset": raw_offset, "seq": seq, "packet_len": len(payload), "t_ms": t_ms,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import re
 import shutil
 import sys
@@ -49,6 +50,11 @@ PRIMARY_ARGS: tuple[str, ...] = (
 )
 CHECKPOINT_TIMEOUT = 10.0
 WORKLOAD_CHARSET = "utf8"  # pymysql's name for utf8mb3 (utf8mb3_general_ci, 33)
+_GROUP = ["Gtid", "Annotate_rows", "Table_map", "Write_rows_v1", "Xid"]
+LAYOUT: dict[str, list[str]] = {
+    FILE2: ["Format_desc", "Gtid_list", "Binlog_checkpoint", *_GROUP, "Binlog_checkpoint"],
+    FILE3: ["Format_desc", "Gtid_list", "Binlog_checkpoint", "Binlog_checkpoint", *_GROUP],
+}
 # setup, workload, checkpoint wait + copies; file 3 workload + checkpoint; final copies
 FIXED_STEPS = 5
 GENERAL_LOG_LINES = re.compile(r"Register Slave|Binlog Dump|Query\s+SET|Connect")
@@ -80,11 +86,27 @@ def wait_checkpoint(primary: MariaDB, file: str) -> float:
     t0 = time.monotonic()
 
     def done() -> bool:
-        rows = primary.query(f"SHOW BINLOG EVENTS IN '{file}'")
-        return sum(1 for r in rows if r[2] == "Binlog_checkpoint") >= 2
+        return event_types(primary, file).count("Binlog_checkpoint") >= 2
 
     primary.wait_until(done, CHECKPOINT_TIMEOUT, 0.05, f"the second Binlog_checkpoint in {file}")
     return time.monotonic() - t0
+
+
+def event_types(primary: MariaDB, file: str) -> list[str]:
+    return [str(r[2]) for r in primary.query(f"SHOW BINLOG EVENTS IN '{file}'")]
+
+
+def check_layout(primary: MariaDB, file: str) -> None:
+    """The file's events are in the stored oracle's order, or the recording stops here.
+
+    Where the asynchronous Binlog_checkpoint lands is timing: in file 2 it follows the INSERT that comes
+    right after FLUSH BINARY LOGS because InnoDB makes file 1 durable only at its next log flush (about a
+    second later, innodb_flush_log_at_trx_commit=2). A machine that stalls longer than that puts it first.
+    """
+    got = event_types(primary, file)
+    if got != LAYOUT[file]:
+        raise HarnessError(f"{file} has the events {got}, the oracle's has {list(LAYOUT[file])} (the "
+                           "Binlog_checkpoint was written at another moment: a loaded machine; run again)")
 
 
 def _batch_field(value: Any) -> str:
@@ -157,6 +179,7 @@ def record(primary: MariaDB, out: Path, only: Sequence[str] | None = None, repor
     run_script(primary, WORKLOAD)
     say("workload")
     waited = wait_checkpoint(primary, FILE2)
+    check_layout(primary, FILE2)
     (out / "show_binlog_events.txt").write_text(show_binlog_events(primary, [FILE1, FILE2]))
     for f in (FILE1, FILE2):  # file 2 while it is still the active file (its FDE keeps the in-use flag)
         _copy_binlog(primary, f, out)
@@ -170,8 +193,10 @@ def record(primary: MariaDB, out: Path, only: Sequence[str] | None = None, repor
     for v in (v for v in chosen if not v.on_file3):
         write_capture(out, v.name, *capture(primary, v))
         say(v.name)
-    run_script(primary, WORKLOAD_NOCRC)
+    primary.query("SET GLOBAL binlog_checksum=NONE")  # rotates to file 3
     waited = wait_checkpoint(primary, FILE3)
+    run_script(primary, WORKLOAD_NOCRC)
+    check_layout(primary, FILE3)
     say(f"{FILE3} without checksums, checkpoint after {waited:.1f} s")
     for v in (v for v in chosen if v.on_file3):
         write_capture(out, v.name, *capture(primary, v))
@@ -183,6 +208,19 @@ def record(primary: MariaDB, out: Path, only: Sequence[str] | None = None, repor
     (out / "general_log_tail.txt").write_text("".join(f"{line}\n" for line in log[-20:]))
     say(f"{FILE3} and the general log tail copied")
     return [v.name for v in chosen]
+
+
+def start_primary(base: Path) -> MariaDB:
+    """A fresh primary with PRIMARY_ARGS, its temporary files (and mariadb-install-db's) in ``base``/tmp.
+
+    Both take their tmpdir from TMPDIR. In a shared /tmp, bootstrap servers of other sandboxes can have our
+    PID and so the same #sql-temptable-* names: about one install in four failed here ("Unknown table
+    'mysql.tmp_...'", or a datadir without a root account), none with a private TMPDIR.
+    """
+    tmp = base / "tmp"
+    tmp.mkdir()
+    os.environ["TMPDIR"] = str(tmp)
+    return MariaDB.start(base, "oracle", SERVER_ID, *PRIMARY_ARGS)
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -216,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             def report(text: str) -> None:
                 progress.update(task, advance=1, description=text)
 
-            primary = MariaDB.start(base, "oracle", SERVER_ID, *PRIMARY_ARGS)
+            primary = start_primary(base)
             report(f"primary on port {primary.port}")
             if args.only is None:  # a full run replaces every capture (names may have changed)
                 for old in [*args.out.glob("*.json"), *args.out.glob("*.raw")]:
