@@ -88,6 +88,9 @@ class ReplicationSession(BaseSession):
         if isinstance(result, Ok):
             return None
         assert isinstance(result, ResultSet)
+        if result.types is not None:
+            return result.rows, [name if t is None else ResultColumn(name=name, type=column_type(t))
+                                 for name, t in zip(result.columns, result.types, strict=True)]
         return result.rows, result.columns
 
     async def init(self, connection: Connection) -> None:
@@ -120,6 +123,23 @@ class ReplicationSession(BaseSession):
         if self.writes is not None:
             self.primary.standalone.end_session(self.writes)  # an open transaction is rolled back
         await super().close()
+
+
+_COLUMN_TYPES = {"tinyint": ColumnType.TINY, "smallint": ColumnType.SHORT, "mediumint": ColumnType.INT24,
+                 "int": ColumnType.LONG, "bigint": ColumnType.LONGLONG, "decimal": ColumnType.NEWDECIMAL,
+                 "float": ColumnType.FLOAT, "double": ColumnType.DOUBLE, "date": ColumnType.DATE,
+                 "datetime": ColumnType.DATETIME, "timestamp": ColumnType.TIMESTAMP, "time": ColumnType.TIME,
+                 "year": ColumnType.YEAR, "varchar": ColumnType.VAR_STRING, "varbinary": ColumnType.VAR_STRING,
+                 "char": ColumnType.STRING, "binary": ColumnType.STRING, "enum": ColumnType.STRING,
+                 "set": ColumnType.STRING, "bit": ColumnType.BIT}
+
+
+def column_type(sql_type: str) -> ColumnType:
+    """The protocol type MariaDB sends in a column definition for a column of this SQL type."""
+    base = sql_type.split("(")[0].split(" ")[0]
+    if base.endswith(("text", "blob")):
+        return ColumnType.BLOB
+    return _COLUMN_TYPES.get(base, ColumnType.VAR_STRING)
 
 
 def _mysql_error(e: SqlError) -> MysqlError:

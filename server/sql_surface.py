@@ -109,6 +109,9 @@ class ResultSet:
     columns: list[str]
     rows: list[tuple[Any, ...]]
     warnings: int = 0
+    # per column, its SQL type as SHOW CREATE TABLE prints it (int(11), varchar(10)...) when known: the column
+    # metadata of a result set without rows (SELECT from a standalone table); None: inferred from the values
+    types: list[str | None] | None = None
 
 
 @dataclass
@@ -2013,7 +2016,15 @@ class _Stmt:
                 raise not_supported(sel.unsupported or "SELECT from a table whose columns binlogd no longer knows "
                                     "(CREATE TABLE ... SELECT or an ALTER it does not model)")
             # a table of the standalone primary: no rows, as from a BLACKHOLE table (names are still checked)
-            return self.select_rows(sel, [c.name for c in table.columns], [], quals)
+            res = self.select_rows(sel, [c.name for c in table.columns], [], quals)
+            types = {c.name.lower(): c.type for c in table.columns}
+            res.types = []
+            for it in sel.items:
+                if it.expr is None:
+                    res.types += [c.type for c in table.columns]
+                else:
+                    res.types.append(types.get(it.expr.name.lower()) if isinstance(it.expr, _Col) else None)
+            return res
         key = name.upper()
         if key not in _IS_TABLES and not key.startswith("INNODB_"):
             raise SqlError(C.ER_UNKNOWN_TABLE, f"Unknown table '{name}' in information_schema")
