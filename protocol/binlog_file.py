@@ -49,6 +49,13 @@ class ScanResult:
     torn: bool  # bytes after `end` that do not make a whole event
 
 
+def basename_problem(basename: str) -> str | None:
+    """Why ``basename`` cannot name binlog files (``NAME.000001`` and ``NAME.index`` in one directory), or None."""
+    if not basename or "/" in basename or "\0" in basename or basename in (".", ".."):
+        return f"{basename!r} is not a file name (NAME of NAME.000001)"
+    return None
+
+
 def fde_checksum_alg(fde: bytes | bytearray | memoryview) -> int:
     """Checksum algorithm of a MariaDB/MySQL 5.6+ FDE (the byte before its CRC), refusing unknown ones."""
     try:

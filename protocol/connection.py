@@ -22,7 +22,7 @@ import os
 import struct
 import zlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Self
 
 from .binlog_file import BinlogFormatError, fde_checksum_alg
@@ -88,7 +88,7 @@ class ClientConfig:
     port: int
     server_id: int
     user: str = "root"
-    password: str = ""
+    password: str = field(default="", repr=False)  # never in a log line or an error message
     capability: int = CAP_MINE
     checksum: bool = True  # SET @master_binlog_checksum (without it a CRC32 primary answers 1236)
     heartbeat_s: float | None = None  # None: @master_heartbeat_period not sent (server default: none)

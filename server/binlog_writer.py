@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+from binlogd.protocol.binlog_file import BinlogFormatError, basename_problem, fde_checksum_alg
 from binlogd.protocol.checksum import crc_ok
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
@@ -56,8 +56,9 @@ class RecoveryReport:
 
 class BinlogWriter:
     def __init__(self, directory: Path, basename: str, sync_binlog: int = 0) -> None:
-        if not basename or "/" in basename:
-            raise BinlogWriteError(f"bad binlog basename {basename!r}")
+        problem = basename_problem(basename)
+        if problem:
+            raise BinlogWriteError(f"bad binlog basename: {problem}")
         if sync_binlog < 0:
             raise BinlogWriteError("sync_binlog must be >= 0")
         self.directory = Path(directory)

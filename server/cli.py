@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from binlogd.protocol.binlog_file import basename_problem
 from binlogd.protocol.decision import Compat
 
 if TYPE_CHECKING:
@@ -114,9 +115,10 @@ def _size(v: str) -> int:
 
 
 def _basename(v: str) -> str:
-    """A binlog base name is a file name in the directory (the writer refuses others too, but only once it runs)."""
-    if not v or "/" in v or "\0" in v or v in (".", ".."):
-        raise argparse.ArgumentTypeError(f"{v!r} is not a file name (NAME of NAME.000001)")
+    """The writer's basename rule, checked before anything is written."""
+    problem = basename_problem(v)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return v
 
 
