@@ -67,6 +67,10 @@ SCHEMA = [
     "c DECIMAL(10,2) DEFAULT 1.5, d DATETIME, e TEXT, f BIGINT NOT NULL, g CHAR(3), h TINYINT(1) DEFAULT 0, "
     "i DOUBLE, j ENUM('a','b') DEFAULT 'a', k TIMESTAMP NULL, PRIMARY KEY (id), UNIQUE KEY (f), KEY idx (a, b), "
     "KEY (g))",
+    "CREATE DATABASE other COLLATE latin1_bin",
+    "CREATE TABLE other.c (a VARCHAR(5), b VARCHAR(5) CHARACTER SET latin1, c TEXT COLLATE utf8mb4_bin, "
+    "d CHAR(2) CHARACTER SET utf8mb4) DEFAULT CHARSET=utf8mb4",
+    "CREATE TABLE other.d (a VARCHAR(5))",
 ]
 
 # statement -> both servers must answer the same (OK or the same error number and text)
@@ -172,6 +176,9 @@ VIEWS = [
     "SHOW COLUMNS FROM shop.k LIKE '%d'",
     "SHOW FIELDS IN t IN shop",
     "SHOW CREATE DATABASE shop",
+    "SHOW CREATE DATABASE other",
+    "SHOW CREATE TABLE other.c",
+    "SHOW CREATE TABLE other.d",
     "SHOW CREATE DATABASE nodb",
     "SELECT * FROM information_schema.SCHEMATA WHERE schema_name = 'shop'",
     "SELECT table_schema, table_name, table_type, engine, table_collation FROM information_schema.TABLES "
@@ -179,7 +186,7 @@ VIEWS = [
     "SELECT table_name, column_name, ordinal_position, column_default, is_nullable, data_type, "
     "character_maximum_length, character_octet_length, numeric_precision, numeric_scale, datetime_precision, "
     "character_set_name, collation_name, column_type, column_key, extra FROM information_schema.COLUMNS "
-    "WHERE table_schema = 'shop' ORDER BY table_name, ordinal_position",
+    "WHERE table_schema IN ('shop', 'other') ORDER BY table_schema, table_name, ordinal_position",
     "SELECT * FROM shop.t",
     "SELECT id, v AS w FROM shop.t WHERE id = 1 ORDER BY w",
     "SELECT t.id FROM shop.t",
@@ -203,7 +210,7 @@ def test_schema_views_match_real_mariadb(binlogd: Any, mariadb: Any, harness_dir
     system = {"mysql", "performance_schema", "sys"}
     mine, theirs = answer(a, "SHOW DATABASES"), answer(b, "SHOW DATABASES")
     assert mine[:2] == theirs[:2]
-    assert mine[2] == [r for r in theirs[2] if r[0] not in system] == [("information_schema",), ("shop",)]
+    assert mine[2] == [r for r in theirs[2] if r[0] not in system] == [("information_schema",), ("other",), ("shop",)]
     with a.cursor() as cur, b.cursor() as cur2:  # an empty result set, with the table's columns
         cur.execute("SELECT * FROM shop.k")
         cur2.execute("SELECT * FROM shop.k")

@@ -36,6 +36,7 @@ from binlogd.protocol.constants import ER_BAD_DB_ERROR, ER_BAD_FIELD_ERROR, ER_B
 from sqlglot import exp
 
 from ..sql_surface import SqlError
+from ..sysvars import default_collation as _default_collation
 
 log = logging.getLogger("binlogd.standalone")
 
@@ -50,6 +51,29 @@ ER_BAD_NULL_ERROR = 1048
 ER_NO_DEFAULT_FOR_FIELD = 1364
 
 SYSTEM_DATABASES = frozenset({"information_schema", "mysql", "performance_schema", "sys"})
+
+
+def default_collation(charset: str) -> str:
+    """A character set's default collation (latin1 -> latin1_swedish_ci); unknown sets keep a guess."""
+    try:
+        return _default_collation(charset)
+    except KeyError:
+        return f"{charset}_general_ci"
+
+
+def charset_options(props: Iterable[tuple[str, str]], charset: str, collation: str) -> tuple[str, str]:
+    """(charset, collation) after CHARACTER SET / COLLATE options, MariaDB's way: a charset alone brings its default
+    collation, a collation alone its charset."""
+    given_cs = given_coll = None
+    for kind, value in props:
+        if kind == "charset":
+            given_cs = value.lower()
+        else:
+            given_coll = value.lower()
+    if given_cs is None and given_coll is None:
+        return charset, collation
+    cs = given_cs or (given_coll or "").split("_")[0]
+    return cs, given_coll or default_collation(cs)
 
 
 def no_such_table(db: str, name: str) -> SqlError:
@@ -69,6 +93,8 @@ class Column:
     auto_increment: bool = False
     generated: bool = False
     key: str = ""  # DESCRIBE's Key: PRI / UNI / MUL
+    charset: str | None = None  # a CHARACTER SET / COLLATE of its own (None: the table's)
+    collation: str | None = None
 
     @property
     def needs_value(self) -> bool:
@@ -304,6 +330,12 @@ def column_of(cd: exp.ColumnDef) -> tuple[Column, list[tuple[str, str, list[str]
             keys.append(("UNIQUE", cd.name, [cd.name]))
         elif isinstance(k, exp.ComputedColumnConstraint):
             col.generated = True
+        elif isinstance(k, exp.CharacterSetColumnConstraint):
+            col.charset = k.this.name.lower()
+            col.collation = col.collation or default_collation(col.charset)
+        elif isinstance(k, exp.CollateColumnConstraint):
+            col.collation = k.this.name.lower()
+            col.charset = col.charset or col.collation.split("_")[0]
     del explicit_null
     col.default = _typed_default(ctype, col.default)
     if col.nullable and col.default is None and not col.generated:
@@ -368,6 +400,7 @@ _PAIR = re.compile(rf"\s*{_QNAME}\s+TO\s+{_QNAME}\s*(?:,|$)", re.I | re.S)
 _ALTER_NAME = re.compile(rf"ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?{_QNAME}", re.I)
 _CREATE_NAME = re.compile(rf"CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(IF\s+NOT\s+EXISTS\s+)?{_QNAME}", re.I)
 _INDEX_ON = re.compile(rf"\bON\s+{_QNAME}", re.I)
+_DB_OPTION = re.compile(r"\b(?:(CHARACTER\s+SET|CHARSET)\s*=?\s*([\w`'\"]+)|COLLATE\s*=?\s*([\w`'\"]+))", re.I)
 
 
 def _unq(s: str | None) -> str | None:
@@ -489,13 +522,15 @@ class Catalogue:
                     raise SqlError(ER_BAD_NULL_ERROR, f"Column '{c.name}' cannot be null")
 
     # --- DDL
-    def create_database(self, name: str, if_not_exists: bool, replace: bool = False) -> list[str]:
+    def create_database(self, name: str, if_not_exists: bool, replace: bool = False,
+                        options: Iterable[tuple[str, str]] = ()) -> list[str]:
         if name in self.dbs or name.lower() in SYSTEM_DATABASES:
             if if_not_exists:
                 return [f"Can't create database '{name}'; database exists"]
             if not replace:
                 raise SqlError(ER_DB_CREATE_EXISTS, f"Can't create database '{name}'; database exists")
-        self.dbs[name] = Database(name)
+        cs, coll = charset_options(options, "utf8mb4", "utf8mb4_general_ci")
+        self.dbs[name] = Database(name, {}, cs, coll)
         return []
 
     def drop_database(self, name: str, if_exists: bool) -> list[str]:
@@ -588,7 +623,15 @@ class Catalogue:
                             keys.append((k[0], _key_name(keys, k[1]), k[2]))
                 else:
                     _index_keys(e, keys)
-            new = Table(table.name, cols, keys)
+            d = self.dbs.get(db)
+            props = [("charset" if isinstance(p, exp.CharacterSetProperty) else "collate", p.this.name)
+                     for p in (tree.args.get("properties") or exp.Properties()).expressions
+                     if isinstance(p, exp.CharacterSetProperty | exp.CollateProperty)]
+            cs, coll = charset_options(props, d.charset if d else "utf8mb4", d.collation if d else "utf8mb4_general_ci")
+            new = Table(table.name, cols, keys, cs, coll)
+            for c in cols:
+                if c.charset == cs and c.collation == coll:
+                    c.charset = c.collation = None
             _mark_keys(new)
         else:
             new = Table(table.name, None)  # CREATE TABLE ... SELECT: the columns come from the data
@@ -798,8 +841,10 @@ def apply_statement(cat: Catalogue, stmt: Any, default_db: str | None) -> list[s
         text = stmt.sql.lstrip().upper()
         words = text.split()
         if words and words[0] == "CREATE":
+            options = [("charset" if m.group(1) else "collate", m.group(2) or m.group(3))
+                       for m in _DB_OPTION.finditer(stmt.sql)]
             return cat.create_database(stmt.database, "IF NOT EXISTS" in " ".join(words[:6]), "OR REPLACE" in
-                                       " ".join(words[:3]))
+                                       " ".join(words[:3]), [(k, v.strip("`'\"")) for k, v in options])
         if words and words[0] == "DROP":
             return cat.drop_database(stmt.database, "IF EXISTS" in " ".join(words[:5]))
         return []

@@ -40,6 +40,8 @@ def show_create_database(d: Database) -> str:
 
 def _column_line(c: Column) -> str:
     out = f"  {quote(c.name)} {c.type}"
+    if c.charset is not None:
+        out += f" CHARACTER SET {c.charset} COLLATE {c.collation}"
     if not c.nullable:
         out += " NOT NULL"
     elif c.type.startswith("timestamp"):
@@ -128,7 +130,7 @@ def _type_facts(c: Column, t: Table) -> tuple[str, Any, Any, Any, Any, Any, Any,
             sum(len(s) for s in items) + max(0, len(items) - 1)
     octets = None
     if length is not None:
-        per_char = 1 if binary else _CHARSET_BYTES.get(t.charset, 4)
+        per_char = 1 if binary else _CHARSET_BYTES.get(c.charset or t.charset, 4)
         octets = length if base in _TEXT_LENGTH else length * per_char  # TEXT / BLOB: both are the byte limit
     precision: Any = None
     scale: Any = None
@@ -140,8 +142,8 @@ def _type_facts(c: Column, t: Table) -> tuple[str, Any, Any, Any, Any, Any, Any,
     elif base in ("double", "float"):
         precision = 22 if base == "double" else 12
     dt_precision = (int(args) if args else 0) if base in ("datetime", "timestamp", "time") else None
-    charset = t.charset if text else None
-    collation = t.collation if text else None
+    charset = (c.charset or t.charset) if text else None
+    collation = (c.collation or t.collation) if text else None
     return base, length, octets, precision, scale, dt_precision, charset, collation
 
 
