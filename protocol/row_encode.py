@@ -297,11 +297,14 @@ def encode_value(col: ColumnDef, value: object) -> bytes:
 # --- images, TABLE_MAP, rows ------------------------------------------------------------------------------
 
 
-def _bitmap(bits: Sequence[bool]) -> bytes:
+def _bitmap(bits: Sequence[bool], pad: bool = False) -> bytes:
+    """Bit i = bits[i], least significant bit first; `pad` sets the unused high bits of the last byte."""
     out = bytearray((len(bits) + 7) // 8)
     for i, b in enumerate(bits):
         if b:
             out[i >> 3] |= 1 << (i & 7)
+    if pad and len(bits) % 8:
+        out[-1] |= 0xFF << (len(bits) % 8) & 0xFF
     return bytes(out)
 
 
@@ -316,7 +319,7 @@ def row_image(columns: Sequence[ColumnDef], row: Sequence[object]) -> bytes:
                 raise ValueError(f"column {col.name!r}: NULL in a NOT NULL column")
             continue
         values += encode_value(col, v)
-    return _bitmap([v is None for v in row]) + bytes(values)
+    return _bitmap([v is None for v in row], pad=True) + bytes(values)  # pack_row leaves the unused bits set
 
 
 def rows_data(columns: Sequence[ColumnDef], images: Sequence[Sequence[object]], *, update: bool = False) -> bytes:
