@@ -195,6 +195,24 @@ VIEWS = [
     "SELECT * FROM shop.t WHERE z = 1",
     "SELECT * FROM shop.t ORDER BY q",
     "SELECT * FROM shop.nope",
+    # after ALTERs the catalogue models
+    "ALTER TABLE shop.t ADD COLUMN n INT NOT NULL DEFAULT 3 AFTER id, ADD COLUMN z DATE FIRST",
+    "SHOW CREATE TABLE shop.t",
+    "ALTER TABLE shop.t MODIFY v VARCHAR(20) NOT NULL, CHANGE n m BIGINT UNSIGNED",
+    "SHOW CREATE TABLE shop.t",
+    "DESCRIBE shop.t",
+    "ALTER TABLE shop.t DROP COLUMN z, ADD UNIQUE KEY uv (v), ADD KEY (m)",
+    "SHOW CREATE TABLE shop.t",
+    "ALTER TABLE shop.t DROP PRIMARY KEY",
+    "SHOW CREATE TABLE shop.t",
+    "ALTER TABLE shop.t ALTER COLUMN m SET DEFAULT 5",
+    "DESCRIBE shop.t",
+    "RENAME TABLE shop.t TO other.t",
+    "SHOW TABLES FROM other",
+    "ALTER TABLE other.t RENAME TO shop.t2",
+    "SHOW TABLES FROM shop",
+    "CREATE TABLE shop.t3 LIKE shop.t2",
+    "SHOW CREATE TABLE shop.t3",
 ]
 
 

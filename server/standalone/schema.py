@@ -378,7 +378,13 @@ def _mark_keys(t: Table) -> None:
     """DESCRIBE's Key column: PRI for primary key columns, UNI for single-column unique keys, MUL else."""
     for c in t.columns or ():
         c.key = ""
-    for kind, _name, cols in t.keys:
+    keys = t.keys
+    if not any(k[0] == "PRIMARY" for k in keys):  # the first UNIQUE over NOT NULL columns acts as the primary key
+        first = next((k for k in keys if k[0] == "UNIQUE" and all(
+            (c := t.column(n)) is not None and not c.nullable for n in k[2])), None)
+        if first is not None:
+            keys = [("PRIMARY", first[1], first[2]), *(k for k in keys if k is not first)]
+    for kind, _name, cols in keys:
         first = t.column(cols[0]) if cols else None
         if kind == "PRIMARY":
             for n in cols:
