@@ -23,17 +23,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from binlogd.protocol.constants import LOG_EVENT_SKIP_REPLICATION_F
+from binlogd.protocol.constants import INTVAR_EVENT, INTVAR_INSERT_ID, LOG_EVENT_SKIP_REPLICATION_F
 from binlogd.protocol.events import (
     GtidBody,
+    IntvarBody,
     QueryBody,
     RowsBody,
     TableMapBody,
+    encode_intvar,
     fde_checksum_alg,
     iter_binlog,
     parse_event,
 )
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication import event as repl_event
+from pymysqlreplication import row_event as repl_row_event
 
 from binlogd.testing.builder import BinlogBuilder
 from tests.harness import MariaDB, find_binary, wait_until
@@ -297,6 +301,7 @@ def script(b: BinlogBuilder) -> None:
         t.tables_info([("shop", "t"), ("other", "u")], "shop")
         t.insert("shop", "t", SHOP_COLUMNS, [ROW_1, ROW_2], annotate="INSERT INTO shop.t VALUES (...)")
     with b.transaction(domain=1, server_id=2) as t:
+        t.event(INTVAR_EVENT, encode_intvar(IntvarBody(INTVAR_INSERT_ID, 5)))  # any event, raw body
         t.query("UPDATE shop.t SET f=7 WHERE id=2", db="shop")
     with b.transaction(skip_replication=True) as t:
         t.update("shop", "t", SHOP_COLUMNS, [(ROW_2, ROW_2B)], annotate="UPDATE shop.t SET f=7 WHERE id=2")
@@ -322,8 +327,9 @@ ROW_2_MARIADB_BINLOG = ["NULL"] * 28 + ["2"]
 ROW_2B_MARIADB_BINLOG = ["NULL"] * 5 + ["7"] + ["NULL"] * 22 + ["2"]
 
 _HEADER = re.compile(r"^#\d{6} +\d+:\d\d:\d\d server id (\d+)\s+end_log_pos (\d+)(?: CRC32 0x[0-9a-f]{8})?\s+(.*)$")
-_KINDS = {15: "Start", 163: "Gtid list", 161: "Binlog checkpoint", 162: "GTID", 2: "Query", 160: "Annotate_rows",
-          19: "Table_map", 23: "Write_rows", 24: "Update_rows", 25: "Delete_rows", 16: "Xid", 4: "Rotate"}
+_KINDS = {5: "Intvar", 15: "Start", 163: "Gtid list", 161: "Binlog checkpoint", 162: "GTID", 2: "Query",
+          160: "Annotate_rows", 19: "Table_map", 23: "Write_rows", 24: "Update_rows", 25: "Delete_rows", 16: "Xid",
+          4: "Rotate"}
 
 
 def _kind(text: str) -> str:
@@ -404,6 +410,8 @@ def pymysqlrepl_events(port: int, *, blocking: bool = False, until: int | None =
                 detail = ev.xid
             elif hasattr(ev, "next_binlog"):
                 detail = ev.next_binlog
+            elif isinstance(ev, repl_event.IntvarEvent):
+                detail = (ev.type, ev.value)
             out.append((stream.log_file, type(ev).__name__, pk.server_id, pk.log_pos, pk.flags, detail))
             if started is not None:
                 started.set()
@@ -441,9 +449,10 @@ def pymysqlrepl_row(row: tuple[Any, ...]) -> dict[str, Any]:
     return {f"UNKNOWN_COL{i}": _signed(_pymysqlrepl_value(v), SHOP_COLUMNS[i]) for i, v in enumerate(row)}
 
 
-_CLASSES = {15: "FormatDescriptionEvent", 163: "MariadbGtidListEvent", 161: "MariadbBinLogCheckPointEvent",
-            162: "MariadbGtidEvent", 2: "QueryEvent", 160: "MariadbAnnotateRowsEvent", 19: "TableMapEvent",
-            23: "WriteRowsEvent", 24: "UpdateRowsEvent", 25: "DeleteRowsEvent", 16: "XidEvent", 4: "RotateEvent"}
+_CLASSES = {5: "IntvarEvent", 15: "FormatDescriptionEvent", 163: "MariadbGtidListEvent",
+            161: "MariadbBinLogCheckPointEvent", 162: "MariadbGtidEvent", 2: "QueryEvent",
+            160: "MariadbAnnotateRowsEvent", 19: "TableMapEvent", 23: "WriteRowsEvent", 24: "UpdateRowsEvent",
+            25: "DeleteRowsEvent", 16: "XidEvent", 4: "RotateEvent"}
 
 
 def expected_pymysqlrepl(b: BinlogBuilder) -> list[tuple[Any, ...]]:
@@ -467,6 +476,8 @@ def expected_pymysqlrepl(b: BinlogBuilder) -> list[tuple[Any, ...]]:
             detail = next(annotations)
         elif w.type_code == 16:
             detail = next(xids)
+        elif w.type_code == 5:
+            detail = (INTVAR_INSERT_ID, 5)
         elif w.type_code == 4:
             detail = b.files[1]
         # the library names the file it reads after a ROTATE is applied: the ROTATE itself is in the next one
@@ -485,7 +496,7 @@ def test_every_builder_call_decoded_by_real_readers(binlogd: Any, tmp_path: Path
     assert b.files == ["mysql-bin.000001", "mysql-bin.000002"]
     assert b.gtid_state == "0-7-10,1-2-1,1-7-2"
     expected = expected_mariadb_binlog(b, b.files)
-    assert len(expected) == 34
+    assert len(expected) == 35
     assert parse_mariadb_binlog(run_mariadb_binlog(*(str(d / f) for f in b.files))) == expected
 
     # over the wire binlogd withholds tables-info events from clients that did not ask for them (holes)
@@ -493,8 +504,10 @@ def test_every_builder_call_decoded_by_real_readers(binlogd: Any, tmp_path: Path
     remote = parse_mariadb_binlog(run_mariadb_binlog(*remote_args(server.port), "--to-last-log", b.files[0]))
     assert [e for e in remote if e[1] != 0] == [e for e in expected if e[4] != 159]  # fake ROTATEs have pos 0
 
-    # python-mysql-replication drops the events it has no class for (the unknown ignorable ones) itself
-    got = pymysqlrepl_events(server.port)
+    # python-mysql-replication drops the events it has no class for (the unknown ignorable ones) itself; it
+    # returns INTVAR only when asked for (only_events)
+    only = [getattr(repl_event, c, None) or getattr(repl_row_event, c) for c in _CLASSES.values()]
+    got = pymysqlrepl_events(server.port, only_events=only)
     assert got == [e for e in expected_pymysqlrepl(b) if e[1] != "NotImplementedEvent"]
     assert "Traceback" not in server.log_text()
 
