@@ -226,6 +226,14 @@ def test_basename_that_is_not_a_binlog_base_name(tmp_path: Path, name: str) -> N
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.mariadb
+def test_mariadb_base_names_have_no_extension(mariadb: Any) -> None:
+    """Why the builder refuses a '.' in a base name: MariaDB drops the extension of --log-bin=foo.bar."""
+    real = mariadb("ext", 1, "--log-bin=foo.bar")
+    assert real.master_status()[0] == "foo.000001"
+    assert (real.datadir / "foo.index").exists()
+
+
 @pytest.mark.parametrize("name", ["other.000002", "mysql-bin.000001", "mysql-bin.2", "mysql-bin.000002/x", "x"])
 def test_rotate_to_a_file_name_that_is_not_next(built: tuple[BinlogBuilder, Path], name: str) -> None:
     b, d = built

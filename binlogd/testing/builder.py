@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from binlogd.protocol.binlog_file import basename_problem
 from binlogd.protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     BIN_LOG_HEADER_SIZE,
@@ -216,9 +217,13 @@ class BinlogBuilder:
     def __init__(self, directory: Path | str, *, server_id: int = 1, checksum: Literal["CRC32", "NONE"] = "CRC32",
                  basename: str = "mysql-bin", server_version: str = SERVER_VERSION, row_metadata: str = "FULL",
                  tables_info: bool = False, gtid_state: str = "", timestamp: int | None = None) -> None:
-        if not _BASENAME.match(basename):
-            hint = " (a file name: drop the .NNNNNN)" if _NUMBERED.match(basename) else ""
-            raise ValueError(f"basename={basename!r} is not a binlog base name{hint}: letters, digits, '_' and '-'")
+        problem = basename_problem(basename)
+        if problem is None and not _BASENAME.match(basename):
+            # MariaDB drops an extension from --log-bin, so its base names have no '.': NAME.000001 is a file
+            problem = f"{basename!r} is not a base name MariaDB writes (letters, digits, '_' and '-'" + (
+                "; a file name: drop the .NNNNNN)" if _NUMBERED.match(basename) else ")")
+        if problem is not None:
+            raise ValueError(f"basename={basename!r}: {problem}")
         if checksum not in ("CRC32", "NONE"):
             raise ValueError(f"checksum={checksum!r}: 'CRC32' or 'NONE'")
         if row_metadata not in ("NO_LOG", "MINIMAL", "FULL"):
