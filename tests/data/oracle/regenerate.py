@@ -226,20 +226,41 @@ def start_primary(base: Path) -> MariaDB:
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m tests.data.oracle.regenerate", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where to write (default {DEFAULT_OUT})")
-    ap.add_argument("--only", action="append", metavar="NAME", help="record only this variant (repeatable)")
+    ap.add_argument("--only", action="append", metavar="NAME",
+                    help="record only this variant (repeatable; needs --out: the binlog files are always new)")
     ap.add_argument("--keep", action="store_true", help="keep the primary's directory (printed at the end)")
     return ap.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-    console = Console(stderr=True)
+def _usage_error(args: argparse.Namespace) -> str | None:
     bad = unknown_names(args.only or [])
     if bad:
-        console.print(f"error: no such variant: {', '.join(bad)}")
-        return 2
+        return f"no such variant: {', '.join(bad)}"
+    if args.only and args.out.resolve() == DEFAULT_OUT.resolve():
+        return ("--only needs --out DIR: the binlog files are recorded anew, and the stored captures of the other "
+                "variants would no longer match them")
     if args.out.exists() and not args.out.is_dir():
-        console.print(f"error: --out {args.out} exists and is not a directory")
+        return f"--out {args.out} exists and is not a directory"
+    return None
+
+
+def publish(new: Path, out: Path, full: bool) -> None:
+    """Move a finished recording into ``out``; a full one first removes every old capture (names may change)."""
+    out.mkdir(parents=True, exist_ok=True)
+    if full:
+        for old in [*out.glob("*.json"), *out.glob("*.raw")]:
+            old.unlink()
+    for f in sorted(new.iterdir()):
+        shutil.copyfile(f, out / f.name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Record into a scratch directory and publish only a finished recording: a failure leaves --out as it was."""
+    args = _parse(argv)
+    console = Console(stderr=True, markup=False, highlight=False)  # messages quote lists: no rich markup
+    problem = _usage_error(args)
+    if problem:
+        console.print(f"error: {problem}")
         return 2
     total = FIXED_STEPS + (len(args.only) if args.only else len(variants(0)))
     base = Path(tempfile.mkdtemp(prefix="binlogd-oracle-", dir="/tmp"))
@@ -256,10 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             primary = start_primary(base)
             report(f"primary on port {primary.port}")
-            if args.only is None:  # a full run replaces every capture (names may have changed)
-                for old in [*args.out.glob("*.json"), *args.out.glob("*.raw")]:
-                    old.unlink()
-            names = record(primary, args.out, args.only, report)
+            names = record(primary, base / "new", args.only, report)
+        publish(base / "new", args.out, full=args.only is None)
         ok = True
     except (HarnessError, TimeoutError, OSError, pymysql.Error) as e:
         console.print(f"error: {e}")
