@@ -234,3 +234,25 @@ def test_schema_views_match_real_mariadb(binlogd: Any, mariadb: Any, harness_dir
         cur2.execute("SELECT * FROM shop.k")
         assert [d[:2] for d in cur.description] == [d[:2] for d in cur2.description]  # names and type codes
         assert cur.fetchall() == cur2.fetchall() == ()
+
+
+def test_refusal_inside_a_transaction_as_mariadb(binlogd: Any, mariadb: Any, harness_dir: Path) -> None:
+    """A refused DML statement leaves the open transaction as it was; a refused DDL statement has already
+    committed it (MariaDB's implicit commit comes before the statement runs). Checked on a real 10.11 with InnoDB
+    tables (rows kept or not) and on binlogd's binlog (what was logged)."""
+    datadir = harness_dir / "data"
+    ours = binlogd(["--datadir", str(datadir), "--no-ledger"])
+    real = mariadb("real", 2, "--default-storage-engine=InnoDB")
+    a, b = connect(ours), connect(real)
+    script = ["CREATE DATABASE shop", "CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(10))",
+              "BEGIN", "INSERT INTO shop.t VALUES (1, 'a')", "INSERT INTO shop.t (v) VALUES ('x')",
+              "INSERT INTO shop.t VALUES (2, 'b')", "ROLLBACK",
+              "BEGIN", "INSERT INTO shop.t VALUES (3, 'c')", "INSERT INTO shop.t (v) VALUES ('x')", "COMMIT",
+              "BEGIN", "INSERT INTO shop.t VALUES (4, 'd')", "CREATE TABLE shop.t (a INT)", "ROLLBACK"]
+    for sql in script:
+        assert answer(a, sql)[:2] == answer(b, sql)[:2], sql
+    with b.cursor() as cur:
+        cur.execute("SELECT id FROM shop.t ORDER BY id")
+        assert cur.fetchall() == ((3,), (4,))  # 4: committed by the failed CREATE TABLE
+    assert logged_queries(datadir) == [script[0], script[1], "INSERT INTO shop.t VALUES (3, 'c')",
+                                       "INSERT INTO shop.t VALUES (4, 'd')"]
