@@ -2,11 +2,13 @@
 
 Starts a private MariaDB 10.11 primary (server_id 1, ROW, annotate ON, CRC32, general log), runs workload.sql,
 waits until file 1's Binlog_checkpoint is in file 2, copies mysql-bin.000001/2 and SHOW BINLOG EVENTS, records
-every variant's COM_BINLOG_DUMP stream (variants.py) with the tests' own dump client, then writes file 3 without
-checksums (workload_nocrc.sql), records the file3_* variants and copies file 3. Default DIR: tests/data/oracle/dump.
+every variant's COM_BINLOG_DUMP stream (variants.py) with the tests' own dump client, then rotates to file 3 with
+binlog_checksum=NONE, waits for its checkpoint, runs workload_nocrc.sql, records the file3_* variants and copies
+file 3. Default DIR: tests/data/oracle/dump; a recording is published there only once it is complete.
 
-A re-run differs from the stored captures in timestamps, CRCs, xids and thread ids only:
-tests/test_oracle_regenerate.py checks that for a subset. ANALYSIS.txt is not rewritten.
+A re-run differs from the stored captures only in run-dependent bytes (timestamps, CRCs, xids/query ids,
+exec_time: shape.py) and in the number of heartbeats cap4_block_hb1s catches; tests/test_oracle_regenerate.py
+checks that for a subset. ANALYSIS.txt is not rewritten.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ PRIMARY_ARGS: tuple[str, ...] = (
 )
 CHECKPOINT_TIMEOUT = 10.0
 WORKLOAD_CHARSET = "utf8"  # pymysql's name for utf8mb3 (utf8mb3_general_ci, 33)
+# the event order of the stored files 2 and 3 (check_layout)
 _GROUP = ["Gtid", "Annotate_rows", "Table_map", "Write_rows_v1", "Xid"]
 LAYOUT: dict[str, list[str]] = {
     FILE2: ["Format_desc", "Gtid_list", "Binlog_checkpoint", *_GROUP, "Binlog_checkpoint"],
@@ -148,7 +151,8 @@ def session_check(primary: MariaDB, stmts: list[str]) -> dict[str, Any]:
             row = cur.fetchone()
     finally:
         conn.close()
-    assert row is not None
+    if row is None:
+        raise HarnessError("SELECT of the session variables returned no row")
     return {n: v.decode() if isinstance(v, bytes) else v for n, v in zip(names, row, strict=True)}
 
 
