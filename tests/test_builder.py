@@ -454,11 +454,11 @@ def pymysqlrepl_events(port: int, *, blocking: bool = False, until: int | None =
     return out
 
 
-def _pymysqlrepl_value(v: Any) -> Any:
-    """What python-mysql-replication 1.0.17 returns for a scripted value when the server does not announce
-    binlog_row_metadata=FULL (binlogd answers NO_LOG): it then ignores the optional metadata, reads every integer
-    as signed and every character or binary column as a UTF-8 str, and names columns UNKNOWN_COL<i>."""
-    if isinstance(v, bytes):
+def _pymysqlrepl_value(v: Any, metadata: bool = False) -> Any:
+    """What python-mysql-replication 1.0.17 returns for a scripted value. Unless the server announces
+    binlog_row_metadata=FULL (binlogd answers NO_LOG) it ignores the optional metadata: it reads binary columns as
+    UTF-8 str (and, in pymysqlrepl_row, every integer as signed and column names as UNKNOWN_COL<i>)."""
+    if isinstance(v, bytes) and not metadata:
         return v.decode()
     if isinstance(v, dt.datetime) and v.tzinfo is not None:  # TIMESTAMP: naive UTC (utcfromtimestamp)
         return v.replace(tzinfo=None)
@@ -765,3 +765,30 @@ def test_integer_encoding_round_trips(kind: str, unsigned: bool, data: st.DataOb
     assert _roundtrip(f"a {kind}{' UNSIGNED' if unsigned else ''}", value) == value
     with pytest.raises(ValueError, match="column 'a'"):
         _roundtrip(f"a {kind}{' UNSIGNED' if unsigned else ''}", data.draw(st.sampled_from([lo - 1, hi + 1])))
+
+
+# ---- binlog_row_metadata=FULL, announced ------------------------------------------------------------------
+
+
+@pytest.mark.mariadb
+def test_full_row_metadata_gives_a_cdc_client_names_and_exact_values(mariadb: Any, tmp_path: Path) -> None:
+    """The builder's default row_metadata="FULL" is what a CDC client needs: served by a real 10.11 primary that
+    announces binlog_row_metadata=FULL, python-mysql-replication names the columns and returns the scripted
+    values (unsigned integers unsigned). binlogd answers NO_LOG, so through binlogd the same client falls back to
+    UNKNOWN_COL<i> and signed integers (test_every_builder_call_decoded_by_real_readers)."""
+    d = tmp_path / "full"
+    b = BinlogBuilder(d, server_id=7, timestamp=TS)
+    b.statement(CREATE_SHOP, db="shop")
+    b.statement(CREATE_SHOP_T, db="shop")
+    with b.transaction() as t:
+        t.insert("shop", "t", SHOP_COLUMNS, [ROW_1, ROW_2])
+    with b.transaction() as t:
+        t.update("shop", "t", SHOP_COLUMNS, [(ROW_2, ROW_2B)])
+    b.close()
+    real = mariadb.primary_from_binlogs("full", 1, [d / f for f in b.files],
+                                        extra_args=["--binlog-row-metadata=FULL"])
+    got = [e for e in pymysqlrepl_events(real.port, log_file=b.files[0], log_pos=4) if e[1].endswith("RowsEvent")]
+    names = [c.split()[0] for c in SHOP_COLUMNS]
+    row_1 = dict(zip(names, [_pymysqlrepl_value(v, metadata=True) for v in ROW_1], strict=True))
+    row_2 = {**dict.fromkeys(names), "id": 2}
+    assert [e[5] for e in got] == [("shop", "t", [row_1, row_2]), ("shop", "t", [(row_2, {**row_2, "f": 7})])]
