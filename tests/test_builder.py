@@ -122,7 +122,7 @@ def _files_state(d: Path) -> dict[str, bytes]:
 def test_row_events_are_byte_identical_to_a_real_primary(mariadb: Any, tmp_path: Path) -> None:
     """The same table and values through a real 10.11 primary and through the builder: TABLE_MAP (all but the
     table id) and the rows-event bodies are identical for binlog_row_metadata NO_LOG, MINIMAL and FULL; so are
-    the GTID flags2 and closing events of InnoDB (XID) and MyISAM (COMMIT query) groups."""
+    the GTID flags2 and closing events of InnoDB (XID) and MyISAM (COMMIT query) groups, and of a DDL statement."""
     real = mariadb.primary("rows", 1, "--binlog-row-metadata=FULL", "--default-time-zone=+00:00")
     real.execute("CREATE DATABASE d CHARACTER SET utf8mb4; SET time_zone='+00:00'")
     real.execute(f"CREATE TABLE d.t ({', '.join(COLUMNS)}) ENGINE=InnoDB; CREATE TABLE d.m (f INT, n VARCHAR(20)) "
@@ -142,6 +142,7 @@ def test_row_events_are_byte_identical_to_a_real_primary(mariadb: Any, tmp_path:
     ours_tm: list[Any] = []
     for mode in modes:
         b = BinlogBuilder(tmp_path / mode, row_metadata=mode, timestamp=TS)
+        b.statement("CREATE TABLE d.x (i INT)", db="d")
         with b.transaction() as t:
             t.insert("d", "t", COLUMNS, [ROW_1, ROW_2])
         with b.transaction() as t:
@@ -178,6 +179,12 @@ def test_row_events_are_byte_identical_to_a_real_primary(mariadb: Any, tmp_path:
                 out.append((e.header.flags, e.body.flags2, close.header.type_code, close.header.flags, q))
         return out
 
+    def ddl_shapes(events: list[Any]) -> list[tuple[Any, ...]]:
+        return [(e.header.flags, e.body.flags2, events[k + 1].header.type_code, events[k + 1].header.flags)
+                for k, e in enumerate(events) if isinstance(e.body, GtidBody) and e.body.flags2 & 1]
+
+    assert ddl_shapes(_events(tmp_path / "FULL" / "mysql-bin.000001")) == \
+        ddl_shapes(_events(real.datadir / "mysql-bin.000001"))[1:2] == [(8, 41, 2, 0)]  # CREATE TABLE d.t
     real_shapes = shapes(_events(real.datadir / "mysql-bin.000001"))[:6]
     assert shapes(_events(tmp_path / "FULL" / "mysql-bin.000001")) == real_shapes
     assert [s[1] for s in real_shapes] == [12, 12, 12, 8, 12, 12]
