@@ -799,3 +799,22 @@ def test_full_row_metadata_gives_a_cdc_client_names_and_exact_values(mariadb: An
     row_1 = dict(zip(names, [_pymysqlrepl_value(v, metadata=True) for v in ROW_1], strict=True))
     row_2 = {**dict.fromkeys(names), "id": 2}
     assert [e[5] for e in got] == [("shop", "t", [row_1, row_2]), ("shop", "t", [(row_2, {**row_2, "f": 7})])]
+
+
+@pytest.mark.mariadb
+def test_a_builder_starts_from_a_gtid_state(tmp_path: Path) -> None:
+    """gtid_state is the first file's GTID_LIST; sequence numbers continue from it, per domain."""
+    b = BinlogBuilder(tmp_path / "s", gtid_state="0-1-100,5-9-7", timestamp=TS)
+    assert b.statement("CREATE DATABASE a") == "0-1-101"
+    assert b.statement("CREATE DATABASE b", domain=5) == "5-1-8"
+    with pytest.raises(ValueError, match="seq_no=7 goes backwards in domain 5"):
+        b.statement("CREATE DATABASE c", domain=5, seq_no=7)
+    with pytest.raises(ValueError, match="flags=0x10000"), b.transaction() as t:
+        t.event(5, b"\x02" + bytes(8), flags=0x10000)
+    b.close()
+    events = _events(tmp_path / "s" / "mysql-bin.000001")
+    assert [str(g) for g in events[1].body.gtids] == ["0-1-100", "5-9-7"]
+    text = run_mariadb_binlog(str(tmp_path / "s" / "mysql-bin.000001"))
+    assert "Gtid list [0-1-100,\n# 5-9-7]" in text and "GTID 0-1-101 ddl" in text and "GTID 5-1-8 ddl" in text
+    with pytest.raises(ValueError, match="gtid_state='0-1'"):
+        BinlogBuilder(tmp_path / "t", gtid_state="0-1")

@@ -136,7 +136,6 @@ class Transaction:
 
     builder: BinlogBuilder
     events: list[_Ev] = field(default_factory=list)
-    non_transactional: bool = False
 
     def query(self, sql: str | bytes, db: str = "") -> Transaction:
         """A statement-format QUERY event (the statement runs with `db` as its default database)."""
@@ -191,7 +190,9 @@ class Transaction:
         """Any event, body as given (header, log_pos and CRC are added): for what the other calls do not make."""
         if not 0 <= type_code <= 255 or type_code in (FORMAT_DESCRIPTION_EVENT, ROTATE_EVENT):
             raise ValueError(f"type_code={type_code}: not an event a group may hold")
-        self.events.append(_Ev(type_code, body, flags & 0xFFFF))
+        if not 0 <= flags <= 0xFFFF:
+            raise ValueError(f"flags={flags:#x}: header flags are 16 bits")
+        self.events.append(_Ev(type_code, body, flags))
         return self
 
 
@@ -212,6 +213,7 @@ class BinlogBuilder:
     GTID_LIST the first file starts with ("0-1-100,1-1-7"); sequence numbers continue from it. `timestamp`: the
     events' timestamp (default: the wall clock at each call). A directory that already holds files of
     `basename` is continued (its last file reopened for appending, as binlogd's writer recovers it).
+    `written` lists every event written (`WrittenEvent`: file, start, end, type, flags, GTID), for assertions.
     """
 
     def __init__(self, directory: Path | str, *, server_id: int = 1, checksum: Literal["CRC32", "NONE"] = "CRC32",
@@ -241,7 +243,11 @@ class BinlogBuilder:
         self._tables: dict[tuple[str, str, tuple[ColumnDef, ...]], int] = {}
         self._xid = 0
         self._state = BinlogState()
-        for g in parse_gtid_list(gtid_state).values():
+        try:
+            initial = parse_gtid_list(gtid_state)
+        except ValueError as e:
+            raise ValueError(f"gtid_state={gtid_state!r}: {e}") from None
+        for g in initial.values():
             self._state.update(StateGtid(g.domain, g.server, g.seq))
         self.directory = Path(directory)
         self._w = BinlogWriter(self.directory, basename)
@@ -296,7 +302,7 @@ class BinlogBuilder:
         exception; an exception in the block writes nothing. `skip_replication` flags every event 0x8000."""
         if commit not in ("xid", "query"):
             raise ValueError(f"commit={commit!r}: 'xid' or 'query'")
-        t = Transaction(self, non_transactional=commit == "query")
+        t = Transaction(self)
         yield t
         if not t.events:
             raise ValueError("transaction: no events (MariaDB logs nothing for an empty transaction)")
