@@ -231,6 +231,10 @@ class Binlogd:
         """The last lines this run wrote."""
         return _tail(self.log_path, self._log_offset, lines)
 
+    def diagnostics(self) -> tuple[str, str]:
+        """(title, text) for a failing test's report: the log tail of this run."""
+        return (f"binlogd :{self.port}", f"{self!r}\n--- {self.log_path} (tail) ---\n{self.log_tail()}")
+
     def connect(self, **kw: Any) -> pymysql.connections.Connection:  # type: ignore[type-arg]
         """A pymysql connection to the server (root, no password, autocommit; override with ``kw``)."""
         params: dict[str, Any] = {

@@ -320,11 +320,19 @@ INSTALL_DB_LOCK = Path(tempfile.gettempdir()) / "binlogd-mariadb-install-db.lock
 
 
 def _install_db(datadir: Path, log: Path) -> None:
-    """Run mariadb-install-db into ``datadir`` (which must not exist yet), one run at a time on this machine."""
-    cmd = [_require_binary("mariadb-install-db"), *INSTALL_DB_ARGS, f"--datadir={datadir}"]
+    """Run mariadb-install-db into ``datadir`` (which must not exist yet), one run at a time on this machine.
+
+    With a private tmpdir: the bootstrap's temporary tables in a shared /tmp failed about one run in three while
+    other servers ran ("Unknown table 'mysql.tmp_...'", or an install without a root account).
+    """
+    tmpdir = datadir.parent / f"{datadir.name}.tmpdir"
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    cmd = [_require_binary("mariadb-install-db"), *INSTALL_DB_ARGS, f"--datadir={datadir}", f"--tmpdir={tmpdir}"]
+    env = dict(os.environ, TMPDIR=str(tmpdir))
     with open(log, "wb") as out, open(INSTALL_DB_LOCK, "a") as lockf:
         fcntl.flock(lockf, fcntl.LOCK_EX)
-        rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+        rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, check=False, env=env).returncode
+    shutil.rmtree(tmpdir, ignore_errors=True)
     if rc != 0:
         raise HarnessError(f"mariadb-install-db failed (exit {rc}):\n{_tail(log)}")
 
@@ -371,6 +379,7 @@ class MariaDB:
         self.dir = Path(base_dir) / name
         self.datadir = self.dir / "data"
         self.socket = self.dir / "mysqld.sock"
+        self.tmpdir = self.dir / "tmp"
         self.pid_file = self.dir / "mariadbd.pid"
         self.error_log = self.dir / "error.log"
         self.stdout_log = self.dir / "stdout.log"
@@ -381,6 +390,7 @@ class MariaDB:
         self.pid: int = 0
         self.start_seconds: float = 0.0  # wall time of the last start (datadir creation + ready)
         self.is_replica = False  # change_master() was called: teardown stops replicas first
+        self.master: Any = None  # the server given to change_master_to()
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
 
@@ -414,6 +424,7 @@ class MariaDB:
         if len(str(inst.socket)) > MAX_SOCKET_PATH:
             raise ValueError(f"socket path too long for a unix socket ({len(str(inst.socket))}): {inst.socket}")
         inst.dir.mkdir(parents=True, exist_ok=True)
+        inst.tmpdir.mkdir(exist_ok=True)
         if not (inst.datadir / "mysql").is_dir():
             shutil.rmtree(inst.datadir, ignore_errors=True)
             if template_dir is not None:
@@ -432,6 +443,7 @@ class MariaDB:
             "--no-defaults",
             "--user=root",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self.tmpdir}",  # private: no name clashes with other servers' temporary files
             f"--socket={self.socket}",
             f"--pid-file={self.pid_file}",
             f"--port={self.port}",
@@ -771,10 +783,60 @@ class MariaDB:
                 )
             time.sleep(0.02)
 
-    def wait_caught_up(self, primary: MariaDB, timeout: float = 30.0) -> dict[str, Any]:
-        """wait_slave_pos to the primary's current SHOW MASTER STATUS."""
+    def change_master_to(
+        self,
+        server: Any,
+        use_gtid: UseGtid | None = None,
+        *,
+        skip_mode: SkipMode | None = None,
+        log_file: str | None = None,
+        log_pos: int | None = None,
+        heartbeat: float | None = None,
+        start: bool = True,
+    ) -> None:
+        """Replicate from ``server`` (a binlogd or a MariaDB: anything with host, port and master_status()).
+
+        Stops replication if it runs, sets ``replicate_events_marked_for_skip`` when ``skip_mode`` is given, runs
+        CHANGE MASTER TO (GTID ``slave_pos`` unless ``log_file`` is given) and, with ``start``, START SLAVE.
+        :meth:`wait_caught_up` then waits for that server's current end.
+        """
+        if self.slave_status():
+            self.stop_slave()
+        if skip_mode is not None:
+            self.set_skip_mode(skip_mode)
+        self.change_master(server.host, server.port, use_gtid=use_gtid, log_file=log_file, log_pos=log_pos,
+                           heartbeat=heartbeat)
+        self.master = server
+        if start:
+            self.start_slave()
+
+    def status(self) -> dict[str, Any]:
+        """SHOW SLAVE STATUS as {column: value} ({} when no replication is configured)."""
+        return self.slave_status()
+
+    def wait_caught_up(self, primary: Any = None, timeout: float = 30.0) -> dict[str, Any]:
+        """Wait until this replica has read and executed everything ``primary`` has now (SHOW MASTER STATUS).
+
+        ``primary`` defaults to the server given to :meth:`change_master_to`. Raises SlaveWaitError (with the full
+        SHOW SLAVE STATUS) on timeout or when a replication thread stopped with an error.
+        """
+        primary = primary if primary is not None else self.master
+        if primary is None:
+            raise HarnessError(f"{self.name}: wait_caught_up needs a primary (or change_master_to first)")
         file, pos = primary.master_status()
         return self.wait_slave_pos(file, pos, timeout)
+
+    def diagnostics(self) -> tuple[str, str]:
+        """(title, text) for a failing test's report: the error log tail and, for a replica, SHOW SLAVE STATUS."""
+        text = f"{self!r}\n--- {self.error_log} (this run, tail) ---\n{self.error_log_tail()}"
+        if self.is_running:
+            try:
+                status = self.slave_status()
+                if status:
+                    text += "\n--- SHOW SLAVE STATUS ---\n" + self.format_slave_status(status)
+            except Exception as e:
+                text += f"\n--- SHOW SLAVE STATUS failed: {e!r}"
+        return (f"mariadbd {self.name}", text)
 
     def wait_until(
         self,
