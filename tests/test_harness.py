@@ -23,7 +23,7 @@ from tests.harness import BinlogdStartError, MariaDB, SlaveWaitError, free_port
 from tests.oracle_data import oracle_dir
 
 if TYPE_CHECKING:
-    from conftest import BinlogdFactory, MariaDBFactory
+    from binlogd.testing.servers import BinlogdFactory, MariaDBFactory
 
 def _oracle_dir() -> Path:
     return oracle_dir()
