@@ -19,6 +19,7 @@ from mysql_mimic.server import MysqlServer
 
 from .auth import BinlogdIdentityProvider
 from .connection import ReplicationConnection, ReplicationSession
+from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
@@ -49,14 +50,17 @@ class ServeConfig:
     standalone: bool = False  # standalone mode: binlog_dir is the datadir binlogd writes client statements into
     max_binlog_size: int = 1 << 30  # standalone: rotate once a file reaches this size
     tables_info: bool = False  # standalone: --binlog-with-tables-info (docs/tables-info.md)
+    faults_file: Path | None = None  # --faults (testing tool, server/faults.py)
 
 
 class BinlogdServer(MysqlServer):
     """mysql-mimic's server, creating `ReplicationConnection`s bound to one `Primary`."""
 
-    def __init__(self, primary: Primary, identity_provider: BinlogdIdentityProvider, max_connections: int) -> None:
+    def __init__(self, primary: Primary, identity_provider: BinlogdIdentityProvider, max_connections: int,
+                 faults: FaultFile | None = None) -> None:
         super().__init__(session_factory=lambda: ReplicationSession(primary), identity_provider=identity_provider)
         self.primary = primary
+        self.faults = faults
         self.max_connections = max_connections
         self._next_id = 0
         self.connections: dict[int, ReplicationConnection] = {}
@@ -96,6 +100,7 @@ class BinlogdServer(MysqlServer):
             server_capabilities=self.capabilities,
         )
         conn.primary = self.primary
+        conn.faults = self.faults
         conn.connection_id = cid
         self.connections[cid] = conn
         try:
@@ -223,7 +228,11 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
         primary.ledger = ledger
     if relay is not None:
         primary.slave_status, primary.slave_control = relay.status.row, relay.control
-    server = BinlogdServer(primary, idp, cfg.max_connections)
+    faults = FaultFile(cfg.faults_file) if cfg.faults_file is not None else None
+    if faults is not None:
+        log.warning("fault injection on (--faults %s): a testing tool, dump streams may be broken on purpose",
+                    cfg.faults_file)
+    server = BinlogdServer(primary, idp, cfg.max_connections, faults)
     watcher = DirectoryWatcher(store)
     await server.serve_sockets(socks)
     if relay is None and standalone is None:

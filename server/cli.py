@@ -251,6 +251,15 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     lg.add_argument("--ledger-max-size", type=_size, default=None, metavar="SIZE",
                     help="start a new ledger file when the current one would exceed SIZE (default 64M)")
 
+    ft = s.add_argument_group(
+        "fault injection (a testing tool: never in production)",
+        "Break chosen dump streams on purpose to test replicas and CDC clients (docs/testing.md).")
+    ft.add_argument("--faults", type=Path, metavar="FILE",
+                    help="JSON list of faults (binlogd.testing.faults.write_faults), each for one replica "
+                    "server_id or the Nth dump: close after N events or bytes, corrupt event K's CRC, stall, "
+                    "ERR 1236, throttle, heartbeat period. Re-read when it changes (replace it atomically); a "
+                    "bad file keeps the previous set. A missing file is an empty set")
+
 
 def _check_modes(args: argparse.Namespace) -> None:
     """Refuse options that contradict each other or do nothing in the chosen mode (UsageError)."""
@@ -304,12 +313,25 @@ def _upstream_password(args: argparse.Namespace) -> str:
     return password_from_env(UPSTREAM_PASSWORD_ENV) or ""
 
 
+def _check_faults(path: Path | None) -> None:
+    """--faults FILE given at start must hold a valid set when it exists (later changes are only logged)."""
+    if path is None or not path.exists():
+        return
+    from .faults import load_faults
+
+    try:
+        load_faults(path)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UsageError(f"--faults {path}: {e}") from None
+
+
 def serve_config(args: argparse.Namespace) -> ServeConfig:
-    """The ServeConfig the options describe, or UsageError; reads only a password file."""
+    """The ServeConfig the options describe, or UsageError; reads only a password file and the faults file."""
     from .app import ServeConfig
     from .relay.upstream import UpstreamConfig
 
     _check_modes(args)
+    _check_faults(args.faults)
     upstream = None
     if args.upstream is not None:
         u: UpstreamURL = args.upstream
@@ -327,7 +349,8 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         sync_binlog=args.sync_binlog or 0, standalone=standalone,
         max_binlog_size=args.max_binlog_size or DEFAULT_MAX_BINLOG_SIZE,
         tables_info=bool(args.binlog_with_tables_info),
-        ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size or DEFAULT_LEDGER_MAX_SIZE)
+        ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size or DEFAULT_LEDGER_MAX_SIZE,
+        faults_file=args.faults)
 
 
 def main(argv: list[str] | None = None) -> int:

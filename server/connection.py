@@ -37,6 +37,8 @@ from mysql_mimic.types import ColumnType
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
 from .dump import DumpParams, DumpStream
+from .fault_writer import FaultWriter
+from .faults import FaultFile
 from .primary import Primary
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
@@ -162,6 +164,7 @@ def _error_after_metadata(columns: list[str], error: SqlError) -> ResultSet_:
 
 class ReplicationConnection(StrictConnection):
     primary: Primary  # set by the server factory
+    faults: FaultFile | None = None  # --faults (testing tool), set by the server factory
 
     def on_close(self) -> None:
         self.primary.connection_closed(self.connection_id)
@@ -269,9 +272,10 @@ class ReplicationConnection(StrictConnection):
         writer = self.stream.writer
         writer.transport.set_write_buffer_limits(high=1 << 20)
         ledger = self.primary.ledger
+        fault = await self._fault_writer(cmd.server_id, params, label) if self.faults is not None else None
         dump = DumpStream(self.primary.store, writer, self.primary.server_id, params,
                           seq=self.stream.seq.value, conn_label=label, ledger=ledger,
-                          ledger_info=self._ledger_info() if ledger is not None else None)
+                          ledger_info=self._ledger_info() if ledger is not None else None, fault=fault)
         self.primary.start_dump(dump, cmd.server_id)
         dump_task = asyncio.create_task(dump.run(), name=f"dump-{self.connection_id}")
         watch_task = asyncio.create_task(self._watch_peer(), name=f"watch-{self.connection_id}")
@@ -291,6 +295,19 @@ class ReplicationConnection(StrictConnection):
             log.info("%s dump ended (%s): %d events read, %d sent, %d holes, %d dummies, %d begins, %d bytes",
                      label, s.end_reason or "replica disconnected", s.events_read, s.events_sent, s.holes,
                      s.dummies, s.begins, s.bytes_sent)
+
+    async def _fault_writer(self, server_id: int, params: DumpParams, label: str) -> FaultWriter | None:
+        """--faults: this dump's fault, if one matches (the file is re-read when it changed); its heartbeat_s
+        replaces the period the client asked for."""
+        assert self.faults is not None
+        self.faults.install(*await asyncio.to_thread(self.faults.check))
+        m = self.faults.match(server_id)
+        if m is None:
+            return None
+        requested = params.heartbeat_ns
+        if m.fault.heartbeat_s is not None:
+            params.heartbeat_ns = round(m.fault.heartbeat_s * 1e9)
+        return FaultWriter(self.stream.writer, m, self.stream.seq.value, label, requested)
 
     def _ledger_info(self) -> dict[str, object]:
         """Who is dumping, for the audit ledger's `conn` record (docs/ledger.md)."""

@@ -45,6 +45,7 @@ from binlogd.protocol.rewrite import (
     heartbeat,
 )
 
+from .fault_writer import FaultStop, FaultWriter
 from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
 from .ledger import NULL, EvRecord, Ledger, jstr
 from .store import BinlogStore, FramedChunk, StoreError
@@ -119,10 +120,14 @@ class DumpStream:
     """Serves one COM_BINLOG_DUMP; `run()` returns when the dump ends (EOF, error, kill, peer gone)."""
 
     def __init__(self, store: BinlogStore, writer: Writer, server_id: int, params: DumpParams, seq: int = 1,
-                 conn_label: str = "", ledger: Ledger | None = None, ledger_info: dict[str, object] | None = None
-                 ) -> None:
+                 conn_label: str = "", ledger: Ledger | None = None, ledger_info: dict[str, object] | None = None,
+                 fault: FaultWriter | None = None) -> None:
         self.store = store
-        self.writer = writer
+        self.writer: Writer = writer
+        self.fault = fault  # --faults (testing): this connection's stream goes through the fault's writer
+        if fault is not None:
+            self.writer = fault
+            fault.record = self._fault_record
         self.server_id = server_id
         self.p = params
         self.seq = seq
@@ -192,6 +197,11 @@ class DumpStream:
             err = (e.code, self._error_text(e))
             log.warning("%s dump ended with error %d: %s", self.label, e.code, err[1])
             await self._send_error(e)
+        except FaultStop as e:  # --faults: the stream was cut as the fault says (the fault's records tell where)
+            st.end_reason = f"fault: {e}"
+            st.close_reason = "fault"
+            st.bytes_sent = e.written
+            err = e.err
         except asyncio.CancelledError:
             if self._kill is None:
                 st.close_reason = self.cancel_reason
@@ -213,6 +223,13 @@ class DumpStream:
                 self._ledger_close(err)
 
     # --- audit ledger -------------------------------------------------------------------------------------
+    def _fault_record(self, body: dict[str, object]) -> None:
+        """A `fault` record (docs/ledger.md): what the connection's fault did, in stream order."""
+        if self.ledger is not None:
+            if self._recs:
+                self._hand_over()
+            self.ledger.put_dict("fault", self.ledger_conn, body)
+
     def _ledger_conn_record(self, file: str, pos: int) -> None:
         """The `conn` record, once, before any event (`file`/`pos`: where the dump really starts)."""
         if self.ledger is None or self._conn_logged:
@@ -379,6 +396,8 @@ class DumpStream:
     async def _serve(self) -> None:
         name, pos = await asyncio.to_thread(self._resolve_start)  # reads index, file heads, GTID state
         self._ledger_conn_record(name, pos)
+        if self.fault is not None:
+            self.fault.armed()
         first = True
         rotate_crc = self.p.first_rotate_crc
         while True:
