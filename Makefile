@@ -61,11 +61,11 @@ java:
 # module-scoped servers and Spark session start once. PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 test: deps mariadb java
-	$(BIN)/ruff check binlogd protocol server applier spark_analytics show tests benchmarks
+	$(BIN)/ruff check binlogd protocol server applier spark_analytics show tests benchmarks examples
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 lint: deps
-	$(BIN)/ruff check binlogd protocol server applier spark_analytics show tests benchmarks
+	$(BIN)/ruff check binlogd protocol server applier spark_analytics show tests benchmarks examples
 
 bench: deps mariadb
 	$(BIN)/python -m benchmarks.dump_throughput

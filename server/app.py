@@ -51,6 +51,7 @@ class ServeConfig:
     max_binlog_size: int = 1 << 30  # standalone: rotate once a file reaches this size
     tables_info: bool = False  # standalone: --binlog-with-tables-info (docs/tables-info.md)
     faults_file: Path | None = None  # --faults (testing tool, server/faults.py)
+    binlog_row_metadata: str = "NO_LOG"  # @@binlog_row_metadata reported (directory and relay modes)
 
 
 class BinlogdServer(MysqlServer):
@@ -223,6 +224,8 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
         primary.standalone, standalone.server = standalone, primary
         primary.max_binlog_size = cfg.max_binlog_size  # type: ignore[attr-defined]  # @@max_binlog_size
         primary.binlog_format = "STATEMENT"  # type: ignore[attr-defined]
+    else:
+        primary.binlog_row_metadata = cfg.binlog_row_metadata  # type: ignore[attr-defined]
     if ledger is not None:
         ledger.start()
         primary.ledger = ledger

@@ -238,6 +238,10 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     dg.add_argument("--binlog-dir", type=Path, metavar="DIR",
                     help="directory with binlog files NAME.NNNNNN (from any MariaDB/MySQL 5.6+ server) and "
                     "optionally NAME.index; growth by an external writer is picked up")
+    dg.add_argument("--binlog-row-metadata", choices=["NO_LOG", "MINIMAL", "FULL"], default=None,
+                    help="@@binlog_row_metadata reported to clients, in directory and relay modes: what the server "
+                    "that wrote the row events used. CDC clients such as python-mysql-replication take column names "
+                    "and signedness from TABLE_MAP events only when it is FULL (default NO_LOG, MariaDB's default)")
 
     lg = s.add_argument_group(
         "audit ledger (every mode)",
@@ -279,6 +283,9 @@ def _check_modes(args: argparse.Namespace) -> None:
             if getattr(args, opt) is not None:
                 raise UsageError(f"--{opt.replace('_', '-')} is for the standalone primary (it writes the binlog); "
                                  "--binlog-dir and --upstream serve files binlogd does not write")
+    if not (relay or directory) and args.binlog_row_metadata is not None:
+        raise UsageError("--binlog-row-metadata is for the modes that serve row events others wrote (--binlog-dir, "
+                         "--upstream); the standalone primary logs statements")
     if directory and args.sync_binlog is not None:
         raise UsageError("--sync-binlog is for the modes that write a binlog (standalone, relay), not --binlog-dir")
     if args.no_ledger and args.ledger_max_size is not None:
@@ -350,7 +357,7 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         max_binlog_size=args.max_binlog_size or DEFAULT_MAX_BINLOG_SIZE,
         tables_info=bool(args.binlog_with_tables_info),
         ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size or DEFAULT_LEDGER_MAX_SIZE,
-        faults_file=args.faults)
+        faults_file=args.faults, binlog_row_metadata=args.binlog_row_metadata or "NO_LOG")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -778,11 +778,13 @@ def test_integer_encoding_round_trips(kind: str, unsigned: bool, data: st.DataOb
 
 
 @pytest.mark.mariadb
-def test_full_row_metadata_gives_a_cdc_client_names_and_exact_values(mariadb: Any, tmp_path: Path) -> None:
+def test_full_row_metadata_gives_a_cdc_client_names_and_exact_values(mariadb: Any, binlogd: Any,
+                                                                      tmp_path: Path) -> None:
     """The builder's default row_metadata="FULL" is what a CDC client needs: served by a real 10.11 primary that
-    announces binlog_row_metadata=FULL, python-mysql-replication names the columns and returns the scripted
-    values (unsigned integers unsigned). binlogd answers NO_LOG, so through binlogd the same client falls back to
-    UNKNOWN_COL<i> and signed integers (test_every_builder_call_decoded_by_real_readers)."""
+    announces binlog_row_metadata=FULL, or by binlogd with --binlog-row-metadata FULL, python-mysql-replication
+    names the columns and returns the scripted values (unsigned integers unsigned). binlogd without the option
+    answers NO_LOG (MariaDB's default), and the same client then falls back to UNKNOWN_COL<i> and signed integers
+    (test_every_builder_call_decoded_by_real_readers)."""
     d = tmp_path / "full"
     b = BinlogBuilder(d, server_id=7, timestamp=TS)
     b.statement(CREATE_SHOP, db="shop")
@@ -799,6 +801,12 @@ def test_full_row_metadata_gives_a_cdc_client_names_and_exact_values(mariadb: An
     row_1 = dict(zip(names, [_pymysqlrepl_value(v, metadata=True) for v in ROW_1], strict=True))
     row_2 = {**dict.fromkeys(names), "id": 2}
     assert [e[5] for e in got] == [("shop", "t", [row_1, row_2]), ("shop", "t", [(row_2, {**row_2, "f": 7})])]
+
+    served = binlogd(["--binlog-dir", str(d), "--binlog-row-metadata", "FULL"])  # binlogd announcing it likewise
+    assert served.connect().cursor().execute("SELECT @@binlog_row_metadata") == 1
+    got_binlogd = [e for e in pymysqlrepl_events(served.port, log_file=b.files[0], log_pos=4)
+                   if e[1].endswith("RowsEvent")]
+    assert [e[5] for e in got_binlogd] == [e[5] for e in got]
 
 
 @pytest.mark.mariadb

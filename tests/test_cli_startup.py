@@ -175,7 +175,7 @@ def test_a_ledger_directory_is_written_by_one_binlogd(binlogd: Any, harness_dir:
     "users_missing", "users_bad_line", "datadir_is_a_file", "ledger_under_a_file", "bad_bind_address",
     "basename_with_slash", "relay_option_in_standalone", "standalone_option_in_relay", "sync_binlog_with_dir",
     "ledger_size_without_ledger", "password_file_missing", "password_file_is_a_directory", "password_file_empty",
-    "password_twice", "bad_upstream_url",
+    "password_twice", "bad_upstream_url", "row_metadata_in_standalone",
 ])
 def test_bad_start_conditions_are_one_line_and_write_nothing(case: str, tmp_path: Path, binlog_dir: Path) -> None:
     datadir = tmp_path / "data"
@@ -205,6 +205,7 @@ def test_bad_start_conditions_are_one_line_and_write_nothing(case: str, tmp_path
         "password_twice": (["--upstream", f"mysql://repl:{quote(PASSWORD, safe='')}@127.0.0.1:1",
                             "--upstream-password-file", str(afile)], ["given twice"]),
         "bad_upstream_url": (["--upstream", "mysql://repl:hunter2@127.0.0.1:99999"], ["bad port"]),
+        "row_metadata_in_standalone": (["--binlog-row-metadata", "FULL"], ["--binlog-row-metadata is for the modes"]),
     }[case]
     if "--binlog-dir" not in args and "--datadir" not in args:
         args = [*args, "--datadir", str(datadir)]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .binlogd_server import Binlogd
+from .faults import Fault, write_faults
 from .ledger_view import DumpConnection, read_connections
 from .mariadb import HarnessError, MariaDB, make_primary_from_binlogs, wait_until
 
@@ -71,10 +72,8 @@ class Server(Binlogd):
         return wait_until(lambda: (c := [x for x in self.connections() if not x.closed]) and len(c) >= n and c,
                           timeout, 0.02, f"{n} open dump connection(s) on {self!r}")
 
-    def inject(self, *faults: Any) -> None:
-        """Replace the server's fault set (``binlogd.testing.faults.Fault``); new dump connections get them."""
-        from .faults import write_faults
-
+    def inject(self, *faults: Fault) -> None:
+        """Replace the server's fault set (``binlogd.testing.faults.Fault``); dump connections from now on get it."""
         if self.faults_path is None:
             raise HarnessError(f"{self!r} runs without a faults file (started with custom arguments)")
         write_faults(self.faults_path, list(faults))
@@ -138,7 +137,7 @@ class BinlogdFactory:
     def _managed(self, mode: str, mode_args: list[str], datadir: Path | None, binlog_dir: Path, work: Path,
                  args: Sequence[str], server_id: int, **kw: Any) -> Server:
         ledger, faults = work / "ledger", work / "faults.json"
-        faults.write_text('{"faults": []}\n')
+        write_faults(faults, [])
         full = [*mode_args, "--server-id", str(server_id), "--ledger", str(ledger), "--faults", str(faults), *args]
         server: Server = self._start(Server, full, kw.pop("port", None), **kw)
         server.mode, server.datadir, server.binlog_dir = mode, datadir, binlog_dir
@@ -153,11 +152,17 @@ class BinlogdFactory:
                              **kw)
 
     def serve(self, binlogs: Any, args: Sequence[str] = (), *, server_id: int = 1, **kw: Any) -> Server:
-        """binlogd serving a directory of binlog files read-only (``--binlog-dir``): a BinlogBuilder or a path."""
+        """binlogd serving a directory of binlog files read-only (``--binlog-dir``): a BinlogBuilder or a path.
+
+        For a builder, @@binlog_row_metadata is reported as the builder wrote it (FULL by default), so CDC clients
+        get column names and signedness from its TABLE_MAP events.
+        """
         directory = Path(getattr(binlogs, "directory", binlogs))
         work = self._own_dir("binlogd-dir-")
-        return self._managed("directory", ["--binlog-dir", str(directory)], None, directory, work, args,
-                             server_id, **kw)
+        mode_args = ["--binlog-dir", str(directory)]
+        if hasattr(binlogs, "row_metadata") and "--binlog-row-metadata" not in args:
+            mode_args += ["--binlog-row-metadata", binlogs.row_metadata]  # what the builder wrote: CDC clients use it
+        return self._managed("directory", mode_args, None, directory, work, args, server_id, **kw)
 
     def relay(self, upstream: Any, args: Sequence[str] = (), *, server_id: int = 11, user: str = "root",
               **kw: Any) -> Server:
