@@ -29,8 +29,8 @@ import pymysql
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from binlogd.testing.mariadb import HarnessError, MariaDB
 from tests.dumpclient import raw_dump
-from tests.harness.mariadb import HarnessError, MariaDB
 
 from .records import capture_document, write_capture
 from .sqlscript import statements
