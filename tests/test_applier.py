@@ -98,6 +98,27 @@ def wait_applied(target: MariaDB, proc: ApplierProc, want: tuple[str, int], chan
         time.sleep(0.05)
 
 
+def wait_lock_wait(target: MariaDB, proc: ApplierProc, statement: str, context: Any,
+                   timeout: float = 120.0) -> tuple[str, int]:
+    """Until a target transaction running `statement` (a prefix) is in LOCK WAIT; returns (state, rows modified).
+
+    InnoDB refreshes its INNODB_TRX snapshot only when nobody read it for 0.1 s (trx0i_s.cc,
+    CACHE_MIN_IDLE_TIME_US): polling it faster returns the first snapshot for ever, which on a loaded machine was
+    taken before the applier reached the lock (the old 20 ms poll hit its 120 s deadline that way). Hence 0.15 s.
+    """
+    deadline = time.monotonic() + timeout
+    like = statement.replace("%", "\\%").replace("_", "\\_") + "%"
+    while True:
+        rows = target.query("SELECT trx_state, trx_rows_modified FROM information_schema.INNODB_TRX"
+                            " WHERE trx_query LIKE %s", like)
+        if rows and rows[0][0] == "LOCK WAIT":
+            return str(rows[0][0]), int(rows[0][1])
+        if not proc.alive or time.monotonic() > deadline:
+            pytest.fail(f"no LOCK WAIT in {statement!r} (alive={proc.alive}, last {rows}): {context}\n"
+                        + proc.log()[-4000:])
+        time.sleep(0.15)
+
+
 def start_replica(mariadb: Any, primary: MariaDB, name: str, server_id: int, mode: str = "REPLICATE") -> MariaDB:
     replica = mariadb(name, server_id)
     replica.change_master(primary.host, primary.port, use_gtid="slave_pos")
@@ -412,7 +433,7 @@ def test_kill9_mid_transaction(mariadb: Any, applier: Any) -> None:
     """kill -9 while a big transaction is half applied; the restarted applier ends identical to a real replica.
 
     A test session on the target holds a row lock that the big transaction's last statement needs, so the
-    applier is provably inside it (INNODB_TRX: LOCK WAIT with rows already modified) when it is killed.
+    applier is provably inside it (INNODB_TRX: LOCK WAIT with 4 001 rows modified) when it is killed.
     """
     primary = mariadb.primary()
     replica = start_replica(mariadb, primary, "replica", 2)
@@ -434,13 +455,9 @@ def test_kill9_mid_transaction(mariadb: Any, applier: Any) -> None:
                         f" DELETE FROM d1.nopk WHERE a = {i + 1} LIMIT 1; UPDATE d1.pk SET b='u{i}' WHERE id = 0;"
                         " COMMIT")
     want = primary.master_status()
-    deadline = time.monotonic() + 120  # generous: a loaded machine applies the first 4 000 rows slowly
-    while not target.query("SELECT 1 FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"
-                           " AND trx_rows_modified > 0"):
-        assert proc.alive and time.monotonic() < deadline, (
-            stored_position(target), want, proc.log(),
-            target.query("SELECT trx_state, trx_rows_modified, trx_query FROM information_schema.INNODB_TRX"))
-        time.sleep(0.02)
+    rows_modified = wait_lock_wait(target, proc, "UPDATE `d1`.`pk` SET `id`=0,`b`='u0' ",
+                                   (stored_position(target), want))[1]
+    assert rows_modified == 2000 + 2000 + 1  # the big transaction's inserts and delete are applied, uncommitted
     proc.kill9()
     lock.rollback()
     lock.close()
