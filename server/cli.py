@@ -151,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description=MODES, usage=SERVE_USAGE, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_serve_options(s)
+    sub.add_parser("show", add_help=False, help="print binlog files or a server's binlog as text that replays into "
+                   "the mariadb client (`binlogd show --help`)")
     d = sub.add_parser("demo-dir", help="write a small demo binlog directory (for `binlogd serve --binlog-dir`)",
                        description="Write mysql-bin.000001, mysql-bin.000002 and mysql-bin.index into DIR: what a "
                        "MariaDB 10.11 primary (server_id 1, STATEMENT format, CRC32) writes for a small session on "
@@ -362,6 +364,10 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["show"]:  # its own parser: mariadb-binlog's options (-h is --host there)
+        from binlogd.show.cli import main as show_main
+
+        return show_main(argv[1:])
     parser = build_parser()
     if not argv:
         # like docker and kubectl: a bare invocation asks what this is; nothing went wrong (help on stdout, 0)
