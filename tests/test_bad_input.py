@@ -16,7 +16,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import time
 import zlib
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ from binlogd.protocol.commands import build_binlog_dump, build_register_slave
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from tests.harness import REPO_ROOT, Binlogd
+from tests.harness import Binlogd
+from tests.harness.cli import run_cli
 from tests.oracle_data import ORACLE
 
 ORACLE_FILES = ("mysql-bin.000001", "mysql-bin.000002")
@@ -755,18 +755,9 @@ def test_server_id_zero_dumps_do_not_kill_each_other(server: Binlogd) -> None:
 # ---- bad command lines ----------------------------------------------------------------------------------------
 
 
-def run_cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
-    """`python -m server.cli serve ...`; a server that starts serving instead of failing is a test failure."""
-    cmd = [sys.executable, "-m", "binlogd.server.cli", "serve", *args]
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f"binlogd {' '.join(args)} kept running instead of exiting:\n{err}") from None
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+def run_serve(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    """`binlogd serve ARGS`, which must end (refused) instead of serving."""
+    return run_cli("serve", *args, timeout=timeout)
 
 
 def _assert_clean_failure(res: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -785,18 +776,18 @@ def _free_port() -> int:
 
 def test_cli_missing_binlog_dir(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
-    res = run_cli("--binlog-dir", str(missing), "--port", str(_free_port()))
+    res = run_serve("--binlog-dir", str(missing), "--port", str(_free_port()))
     _assert_clean_failure(res, str(missing), "does not exist")
 
 
 def test_cli_binlog_dir_and_datadir_exclude_each_other(tmp_path: Path) -> None:
     # (without either option `serve` is the standalone primary on ./var: docs/standalone.md)
-    res = run_cli("--binlog-dir", str(tmp_path), "--datadir", str(tmp_path / "w"), "--port", str(_free_port()))
+    res = run_serve("--binlog-dir", str(tmp_path), "--datadir", str(tmp_path / "w"), "--port", str(_free_port()))
     _assert_clean_failure(res, "--binlog-dir", "--datadir")
 
 
 def test_cli_empty_binlog_dir(tmp_path: Path) -> None:
-    res = run_cli("--binlog-dir", str(tmp_path), "--port", str(_free_port()))
+    res = run_serve("--binlog-dir", str(tmp_path), "--port", str(_free_port()))
     _assert_clean_failure(res, str(tmp_path), "no binlog files")
 
 
@@ -806,20 +797,20 @@ def test_cli_port_in_use(oracle_dir: Path) -> None:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen(1)
         port = squatter.getsockname()[1]
-        res = run_cli("--binlog-dir", str(oracle_dir), "--port", str(port))
+        res = run_serve("--binlog-dir", str(oracle_dir), "--port", str(port))
     _assert_clean_failure(res, f"127.0.0.1:{port}", "Address already in use")
 
 
 def test_cli_bad_users_file_line(oracle_dir: Path, tmp_path: Path) -> None:
     users = tmp_path / "users.txt"
     users.write_text("u:secret\n# comment\nthis line has no colon\n")
-    res = run_cli("--binlog-dir", str(oracle_dir), "--port", str(_free_port()), "--users", str(users))
+    res = run_serve("--binlog-dir", str(oracle_dir), "--port", str(_free_port()), "--users", str(users))
     _assert_clean_failure(res, f"{users}:3")
 
 
 def test_cli_missing_users_file(oracle_dir: Path, tmp_path: Path) -> None:
     users = tmp_path / "absent-users"
-    res = run_cli("--binlog-dir", str(oracle_dir), "--port", str(_free_port()), "--users", str(users))
+    res = run_serve("--binlog-dir", str(oracle_dir), "--port", str(_free_port()), "--users", str(users))
     _assert_clean_failure(res, str(users))
 
 
@@ -831,6 +822,6 @@ def test_cli_missing_users_file(oracle_dir: Path, tmp_path: Path) -> None:
 ])
 def test_cli_bad_option_values(oracle_dir: Path, args: list[str]) -> None:
     port = [] if "--port" in args else ["--port", str(_free_port())]
-    res = run_cli("--binlog-dir", str(oracle_dir), *port, *args)
+    res = run_serve("--binlog-dir", str(oracle_dir), *port, *args)
     _assert_clean_failure(res, args[0])
 

@@ -8,10 +8,8 @@ and leave the datadir exactly as it was (names, sizes, mtimes) or not create it 
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,26 +19,11 @@ import pytest
 from binlogd.server.cli import build_parser
 from binlogd.server.demo import write_demo_dir
 
-from tests.harness import REPO_ROOT, MariaDB
+from tests.harness import MariaDB
+from tests.harness.cli import run_cli
 from tests.test_relay import relay_master_status, relay_status, wait_relay_caught_up
 
 PASSWORD = "pw-S3cr#t:@/ ü"  # characters a URL would need escaped, and a '#' a users file could not hold
-
-
-def run_cli(*args: str, env: Mapping[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """`python -m binlogd.server.cli ARGS`; a process that keeps running instead of exiting fails the test."""
-    full_env = {k: v for k, v in os.environ.items() if k != "BINLOGD_UPSTREAM_PASSWORD"}
-    full_env.update(env or {})
-    cmd = [sys.executable, "-m", "binlogd.server.cli", *args]
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, env=full_env, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f"binlogd {' '.join(args)} kept running instead of exiting:\n{err}") from None
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def refused(res: subprocess.CompletedProcess[str], *needles: str) -> str:

@@ -6,38 +6,10 @@ on sys.path). Fixtures live in tests/conftest.py.
 
 from pathlib import Path
 
-from binlogd.testing import (
-    Binlogd,
-    BinlogdStartError,
-    HarnessError,
-    MariaDB,
-    MariaDBStartError,
-    SlaveWaitError,
-    binlog_datadir_setup,
-    find_binary,
-    free_port,
-    kill_all_live,
-    make_primary_from_binlogs,
-    pid_exited,
-    wait_until,
-)
+from binlogd.testing import *  # noqa: F403 - the harness's public names, as binlogd.testing lists them
+from binlogd.testing import __all__ as _harness_names
 
 # The repository root: where `python -m tests...` / `-m benchmarks...` modules are found.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-__all__ = [
-    "REPO_ROOT",
-    "Binlogd",
-    "BinlogdStartError",
-    "HarnessError",
-    "MariaDB",
-    "MariaDBStartError",
-    "SlaveWaitError",
-    "binlog_datadir_setup",
-    "find_binary",
-    "free_port",
-    "kill_all_live",
-    "make_primary_from_binlogs",
-    "pid_exited",
-    "wait_until",
-]
+__all__ = ["REPO_ROOT", *_harness_names]
