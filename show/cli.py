@@ -144,6 +144,7 @@ class Run:
 
     def __init__(self, args: argparse.Namespace, out: BinaryIO, table_filter: TableFilter | None) -> None:
         self.args = args
+        self.out = out
         self.printer = Printer(out, verbose=args.verbose, skip_annotate=args.skip_annotate_row_events)
         self.ranges = Ranges(
             last_file=None if args.remote else Path(args.files[-1]).name, stop_position=args.stop_position,
@@ -178,6 +179,8 @@ class Run:
             self.printer.begin_file()
             self.file = item.file
         self.printer.event(item.pos, item.raw, item.event)
+        if self.args.stop_never:
+            self.out.flush()  # a follower reads each event as it comes
 
     def finish(self) -> None:
         if self.file is not None:

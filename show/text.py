@@ -246,7 +246,12 @@ class Printer:
         self.out.write(b"DELIMITER " + DELIMITER + b"\n")
 
     def end_file(self) -> None:
-        self._flush_statement()
+        """A statement cut by the end of the range or file is dropped unprinted, as mariadb-binlog drops it."""
+        self._head.clear()
+        self._body.clear()
+        self._tail.clear()
+        self._annotate = None
+        self._rows = 0
         self.out.write(b"DELIMITER ;\n")
 
     def epilogue(self) -> None:
