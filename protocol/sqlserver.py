@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import struct
 from contextvars import ContextVar
 from typing import Any
@@ -74,12 +75,59 @@ class SafeStream:
                 return bytes(data)
 
 
+def _feed(transport: asyncio.BaseTransport, data: bytes) -> None:
+    """Give bytes read before the TLS upgrade to the TLS protocol now installed on `transport`."""
+    protocol = transport.get_protocol()
+    if transport.is_closing() or not isinstance(protocol, asyncio.BufferedProtocol):
+        transport.close()
+        return
+    view = memoryview(data)
+    while view:
+        buf = protocol.get_buffer(len(view))
+        n = min(len(buf), len(view))
+        buf[:n] = view[:n]
+        protocol.buffer_updated(n)
+        view = view[n:]
+
+
 class AuthFailed(Exception):
     """The handshake ended with an access-denied error already sent."""
 
 
 class StrictConnection(Connection):
     """mimic's Connection with a strict handshake, one ERR per failed login, and no traceback for bad input."""
+
+    require_secure_transport = False  # set by the server: a clear-text login is refused with 1045, as MariaDB does
+    tls_handshake_timeout = 10.0  # seconds; a client that stalls in its TLS hello costs only its own connection
+
+    @property
+    def tls_active(self) -> bool:
+        return self.stream.writer.get_extra_info("ssl_object") is not None
+
+    async def _start_tls(self) -> None:
+        """Upgrade after the client's SSLRequest. A failed handshake (bad certificate, garbage instead of a TLS
+        hello, a stall) ends this connection only.
+
+        Why not just StreamWriter.start_tls: a client sends its TLS hello right behind the SSLRequest without
+        waiting, so the hello is often already in the StreamReader's buffer, where the TLS protocol would never
+        see it (the handshake would then stall). Those bytes are handed to the TLS protocol first."""
+        assert self.ssl is not None
+        writer, reader = self.stream.writer, self.stream.reader
+        transport = writer.transport
+        early = bytes(reader._buffer)
+        reader._buffer.clear()
+        upgrade = asyncio.ensure_future(writer.start_tls(self.ssl, ssl_handshake_timeout=self.tls_handshake_timeout))
+        try:
+            if early:
+                await asyncio.sleep(0)  # start_tls has installed the TLS protocol and queued its connection_made
+                asyncio.get_running_loop().call_soon(_feed, transport, early)
+            await upgrade
+        except (TimeoutError, ssl.SSLError, OSError, ConnectionError) as e:
+            raise AuthFailed(f"TLS handshake failed: {e or type(e).__name__}") from e
+        finally:
+            if not upgrade.done():
+                upgrade.cancel()
+        reader._transport = writer.transport  # pause/resume reading on the TLS transport
 
     @property
     def peer_host(self) -> str:
@@ -135,14 +183,24 @@ class StrictConnection(Connection):
         data = await self.stream.read()
         try:
             checked = parse_handshake_response(data, int(self.server_capabilities))
+            if checked.ssl_request:
+                if self.ssl is None:  # CLIENT_SSL is not offered: a client that insists is not served
+                    raise HandshakeError("SSL requested but not offered")
+                await self._start_tls()
+                data = await self.stream.read()  # the real response, now encrypted
+                checked = parse_handshake_response(data, int(self.server_capabilities))
+                if checked.ssl_request:
+                    raise HandshakeError("a second SSL request")
             self.session.handshake_collation = checked.charset  # type: ignore[attr-defined]
-            if checked.ssl_request:  # CLIENT_SSL is not offered: a client that insists is not served
-                raise HandshakeError("SSL requested but not offered")
             response = packets.parse_handshake_response(capabilities=self.server_capabilities, data=data)
         except (HandshakeError, ValueError, KeyError, struct.error, UnicodeDecodeError) as e:
             await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
             raise AuthFailed(f"bad handshake: {e}") from e
         assert isinstance(response, packets.HandshakeResponse41)
+        if self.require_secure_transport and not self.tls_active:
+            await self._write_raw(err_packet(ER_ACCESS_DENIED_ERROR, access_denied(
+                response.username, self.peer_host, bool(response.auth_response))))
+            raise AuthFailed(f"user {response.username!r} refused: clear-text login with require_secure_transport")
         self.capabilities = response.capabilities
         self.max_packet_size = response.max_packet_size
         self.session.variables.set("character_set_client", response.client_charset.name)

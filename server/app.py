@@ -9,6 +9,7 @@ import signal
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from ssl import SSLContext
 from typing import TYPE_CHECKING, Any
 
 from binlogd.protocol.constants import ER_UNKNOWN_ERROR
@@ -25,6 +26,7 @@ from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
 from .startup import DirLock, check_writable_dir, is_within, listen
 from .store import BinlogStore, DirectoryWatcher
+from .tls import TlsFiles, server_context
 
 if TYPE_CHECKING:
     from .standalone.source import StandaloneSource
@@ -52,14 +54,19 @@ class ServeConfig:
     tables_info: bool = False  # standalone: --binlog-with-tables-info (docs/tables-info.md)
     faults_file: Path | None = None  # --faults (testing tool, server/faults.py)
     binlog_row_metadata: str = "NO_LOG"  # @@binlog_row_metadata reported (directory and relay modes)
+    tls: TlsFiles | None = None  # --ssl-cert/--ssl-key/--ssl-ca: CLIENT_SSL offered (server/tls.py)
+    require_secure_transport: bool = False  # clear-text logins refused with 1045, as MariaDB does
 
 
 class BinlogdServer(MysqlServer):
     """mysql-mimic's server, creating `ReplicationConnection`s bound to one `Primary`."""
 
     def __init__(self, primary: Primary, identity_provider: BinlogdIdentityProvider, max_connections: int,
-                 faults: FaultFile | None = None) -> None:
-        super().__init__(session_factory=lambda: ReplicationSession(primary), identity_provider=identity_provider)
+                 faults: FaultFile | None = None, ssl: SSLContext | None = None,
+                 require_secure_transport: bool = False) -> None:
+        super().__init__(session_factory=lambda: ReplicationSession(primary), identity_provider=identity_provider,
+                         ssl=ssl)
+        self.require_secure_transport = require_secure_transport
         self.primary = primary
         self.faults = faults
         self.max_connections = max_connections
@@ -99,7 +106,9 @@ class BinlogdServer(MysqlServer):
             control=self.control,
             identity_provider=self.identity_provider,
             server_capabilities=self.capabilities,
+            ssl=self.ssl,
         )
+        conn.require_secure_transport = self.require_secure_transport
         conn.primary = self.primary
         conn.faults = self.faults
         conn.connection_id = cid
@@ -127,12 +136,12 @@ async def serve(cfg: ServeConfig, ready: asyncio.Event | None = None) -> None:
     directory binlogd writes, and only then the binlog (recovery, a new file) and the ledger.
     A refusal is a `StartupError` (or the users file's / the store's own error) with a one-line message.
     """
-    idp, dir_store = await asyncio.to_thread(_preflight, cfg)
+    idp, dir_store, tls = await asyncio.to_thread(_preflight, cfg)
     socks = listen(cfg.bind_address, cfg.port)
     locks: list[DirLock] = []
     try:
         locks = await asyncio.to_thread(_lock_dirs, cfg)
-        await _serve(cfg, idp, dir_store, socks, ready)
+        await _serve(cfg, idp, dir_store, socks, ready, tls)
     finally:
         for s in socks:
             s.close()
@@ -144,16 +153,17 @@ def _writes_datadir(cfg: ServeConfig) -> bool:
     return cfg.standalone or cfg.upstream is not None
 
 
-def _preflight(cfg: ServeConfig) -> tuple[BinlogdIdentityProvider, BinlogStore | None]:
-    """Everything that can be checked without writing: the users, the directories to write, and in directory
-    mode the store itself (it only reads)."""
+def _preflight(cfg: ServeConfig) -> tuple[BinlogdIdentityProvider, BinlogStore | None, SSLContext | None]:
+    """Everything that can be checked without writing: the users, the TLS files, the directories to write, and
+    in directory mode the store itself (it only reads)."""
     idp = BinlogdIdentityProvider.from_file(cfg.users_file) if cfg.users_file else BinlogdIdentityProvider.default()
+    tls = server_context(cfg.tls) if cfg.tls is not None else None
     if _writes_datadir(cfg):
         check_writable_dir(cfg.binlog_dir, "datadir")
     if cfg.ledger_dir is not None:
         check_writable_dir(cfg.ledger_dir, "ledger directory")
     store = None if _writes_datadir(cfg) else BinlogStore(cfg.binlog_dir, cfg.basename)
-    return idp, store
+    return idp, store, tls
 
 
 def _lock_dirs(cfg: ServeConfig) -> list[DirLock]:
@@ -181,7 +191,7 @@ def _tables_info_args(on: bool) -> dict[str, Any]:
 
 
 async def _serve(cfg: ServeConfig, idp: BinlogdIdentityProvider, dir_store: BinlogStore | None,
-                 socks: list[socket.socket], ready: asyncio.Event | None) -> None:
+                 socks: list[socket.socket], ready: asyncio.Event | None, tls: SSLContext | None) -> None:
     """Open the binlog source (the first write: recovery, a new file), then the ledger, then serve."""
     relay: UpstreamRelay | None = None
     standalone: StandaloneSource | None = None
@@ -206,7 +216,7 @@ async def _serve(cfg: ServeConfig, idp: BinlogdIdentityProvider, dir_store: Binl
             store = dir_store
         if cfg.ledger_dir is not None:
             ledger = await asyncio.to_thread(Ledger.open, cfg.ledger_dir, cfg.ledger_max_size)
-        await _run(cfg, store, relay, standalone, ledger, idp, socks, ready)
+        await _run(cfg, store, relay, standalone, ledger, idp, socks, ready, tls)
     finally:
         if relay is not None:
             await relay.close()
@@ -218,7 +228,7 @@ async def _serve(cfg: ServeConfig, idp: BinlogdIdentityProvider, dir_store: Binl
 
 async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None, standalone: StandaloneSource | None,
                ledger: Ledger | None, idp: BinlogdIdentityProvider, socks: list[socket.socket],
-               ready: asyncio.Event | None) -> None:
+               ready: asyncio.Event | None, tls: SSLContext | None) -> None:
     primary = Primary(store, cfg.server_id, cfg.compat, cfg.gtid_domain_id)
     if standalone is not None:
         primary.standalone, standalone.server = standalone, primary
@@ -235,7 +245,7 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
     if faults is not None:
         log.warning("fault injection on (--faults %s): a testing tool, dump streams may be broken on purpose",
                     cfg.faults_file)
-    server = BinlogdServer(primary, idp, cfg.max_connections, faults)
+    server = BinlogdServer(primary, idp, cfg.max_connections, faults, tls, cfg.require_secure_transport)
     watcher = DirectoryWatcher(store)
     await server.serve_sockets(socks)
     if relay is None and standalone is None:

@@ -16,6 +16,7 @@ from binlogd.protocol.decision import Compat
 if TYPE_CHECKING:
     from .app import ServeConfig
     from .relay.upstream import UpstreamURL
+    from .tls import TlsFiles
 
 MODES = """\
 `binlogd serve` has three modes, one per source of the binlog it serves:
@@ -177,6 +178,17 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     c.add_argument("--users", type=Path, metavar="FILE",
                    help="users file, lines USER:PASSWORD or USER:*NATIVEHASH (# starts a comment); default: only "
                    "root with an empty password, and only from loopback")
+    c.add_argument("--ssl-cert", type=Path, metavar="FILE",
+                   help="TLS: this server's certificate (PEM), MariaDB's option; clients may then upgrade with "
+                   "CLIENT_SSL (mariadb --ssl, MASTER_SSL=1). Checked at start: a missing file or a key that does "
+                   "not match stops binlogd before it writes anything")
+    c.add_argument("--ssl-key", type=Path, metavar="FILE",
+                   help="TLS: the certificate's private key (PEM; default: read from --ssl-cert's file)")
+    c.add_argument("--ssl-ca", type=Path, metavar="FILE",
+                   help="TLS: CA certificates (PEM) that verify a client certificate when a client sends one")
+    c.add_argument("--require-secure-transport", action="store_true",
+                   help="refuse clear-text logins with 1045 Access denied, as MariaDB's require_secure_transport "
+                   "does (needs --ssl-cert)")
     c.add_argument("--compat", choices=["binlogd", "mariadb"], default="binlogd",
                    help="binlogd (default): events filtered by skip_replication become same-length dummies for "
                    "replicas with capability < 2, and replicas' positions are moved over trailing filtered "
@@ -265,6 +277,20 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                     "server_id or the Nth dump: close after N events or bytes, corrupt event K's CRC, stall, "
                     "ERR 1236, throttle, heartbeat period. Re-read when it changes (replace it atomically); a "
                     "bad file keeps the previous set. A missing file is an empty set")
+
+
+def _tls_files(args: argparse.Namespace) -> TlsFiles | None:
+    """--ssl-cert/--ssl-key/--ssl-ca; the files themselves are read by the start-up checks (server/tls.py)."""
+    from .tls import TlsFiles
+
+    if args.ssl_cert is None:
+        for opt in ("ssl_key", "ssl_ca"):
+            if getattr(args, opt) is not None:
+                raise UsageError(f"--{opt.replace('_', '-')} without --ssl-cert: TLS needs a server certificate")
+        if args.require_secure_transport:
+            raise UsageError("--require-secure-transport without --ssl-cert: no client could log in")
+        return None
+    return TlsFiles(args.ssl_cert, args.ssl_key, args.ssl_ca)
 
 
 def _check_modes(args: argparse.Namespace) -> None:
@@ -359,7 +385,8 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         max_binlog_size=args.max_binlog_size or DEFAULT_MAX_BINLOG_SIZE,
         tables_info=bool(args.binlog_with_tables_info),
         ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size or DEFAULT_LEDGER_MAX_SIZE,
-        faults_file=args.faults, binlog_row_metadata=args.binlog_row_metadata or "NO_LOG")
+        faults_file=args.faults, binlog_row_metadata=args.binlog_row_metadata or "NO_LOG",
+        tls=_tls_files(args), require_secure_transport=args.require_secure_transport)
 
 
 def main(argv: list[str] | None = None) -> int:

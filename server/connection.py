@@ -42,6 +42,7 @@ from .faults import FaultFile
 from .primary import Primary
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
+from .tls import tls_status
 
 log = logging.getLogger("binlogd.conn")
 
@@ -100,6 +101,8 @@ class ReplicationSession(BaseSession):
         self.state.connection_id = connection.connection_id
         self.state.user = self.username or ""
         self.state.host = getattr(connection, "peer_host", "localhost")
+        cipher, version = tls_status(connection.stream.writer.transport)
+        self.state.status.update(Ssl_cipher=cipher, Ssl_version=version)
         if self.primary.standalone is not None:
             self.writes = self.primary.standalone.session(connection.connection_id, self.handshake_collation)
         if self.database:  # the database named in the handshake

@@ -77,6 +77,7 @@ class SessionState:
     user: str = ""  # USER() is user@host
     host: str = "localhost"
     diagnostics: list[tuple[str, int, str]] = field(default_factory=list)  # SHOW WARNINGS (Level, Code, Message)
+    status: dict[str, str] = field(default_factory=dict)  # session status set by the connection (Ssl_cipher ...)
 
 
 class ServerView(Protocol):
@@ -2682,7 +2683,10 @@ class _Stmt:
                 v = getter(self.server)
                 if v is not None:
                     rows.append((name, _to_text(v)))
-            return rows
+            for name, value in self.session.status.items():  # per connection: '' in SHOW GLOBAL STATUS
+                if pattern is None or like_match(name, pattern):
+                    rows.append((name, "" if scope == "GLOBAL" else value))
+            return sorted(rows, key=lambda r: r[0].lower())
         for name in _SORTED_SYSVARS:
             if pattern is not None and not like_match(name, pattern):
                 continue
