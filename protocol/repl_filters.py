@@ -375,3 +375,12 @@ def _multi_table_targets(sql: str) -> set[tuple[str | None, str]] | None:
     for db, name in refs:
         out.add((db, name) if db else by_name.get(name, (None, name)))
     return out
+
+
+_DDL_DB = re.compile(rb"^\s*(?:/\*.*?\*/\s*)*(?:CREATE|ALTER|DROP)\s+(?:DATABASE|SCHEMA)\b", re.IGNORECASE | re.DOTALL)
+
+
+def is_ddl_db(query: bytes) -> bool:
+    """CREATE/ALTER/DROP DATABASE: statements whose event database is the one they name (`apply_statement`'s
+    `is_ddl_db`)."""
+    return bool(_DDL_DB.match(query))

@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from binlogd.protocol.constants import STMT_END_F
+from binlogd.protocol.events import RowsBody
 from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list
 
 from .filters import FilterError, TableFilter, add_filter_options, table_filter_of
@@ -151,6 +153,8 @@ class Run:
             start_datetime=args.start_datetime, stop_datetime=args.stop_datetime,
             start_gtid=args.start_gtid or {}, stop_gtid=args.stop_gtid or {}, skip_flagged=args.skip_flagged)
         self.filter = table_filter
+        if table_filter is not None:
+            self.printer.missing_dbs = table_filter.dropped_dbs
         self.writer = None
         if args.output_binlog is not None:
             from .output_binlog import BinlogOutput
@@ -166,12 +170,18 @@ class Run:
         if verdict is Verdict.STOP:
             self.stopped = True
             return
-        keep = verdict is Verdict.PRINT
-        if keep and self.filter is not None:
-            keep = self.filter.keep(item)
+        allowed = verdict is Verdict.PRINT
+        released = self.filter.feed(item, allowed) if self.filter is not None else [(item, allowed)]
+        for it, keep in released:
+            self._emit(it, keep)
+
+    def _emit(self, item: Item, keep: bool) -> None:
         if self.writer is not None:
             self.writer.add(item, keep)
         if not keep:
+            body = item.event.body
+            if isinstance(body, RowsBody) and body.flags & STMT_END_F:
+                self.printer.end_statement()  # the statement's other tables may have been printed
             return
         if self.file is None or (item.file != self.file and not self.args.remote):
             if self.file is not None:
@@ -183,6 +193,9 @@ class Run:
             self.out.flush()  # a follower reads each event as it comes
 
     def finish(self) -> None:
+        if self.filter is not None:
+            for it, keep in self.filter.flush():
+                self._emit(it, keep)
         if self.file is not None:
             self.printer.end_file()
         self.printer.epilogue()

@@ -235,6 +235,7 @@ class Printer:
             EXECUTE_LOAD_QUERY_EVENT: self._query,
         }
         self._raw = b""
+        self.missing_dbs: set[bytes] = set()  # default databases not to `use` (left out by the table filters)
 
     # ---- file framing ---------------------------------------------------------------------------------
 
@@ -326,6 +327,8 @@ class Printer:
         if flags & LOG_EVENT_SUPPRESS_USE_F:
             if not is_trans_keyword(body.query, xa):
                 st.db = b""
+        elif body.db in self.missing_dbs:
+            st.db = b""  # a replica runs it without that database: no `use`, and the next `use` is printed
         elif body.db != st.db:
             st.db = body.db
             if body.db:
@@ -553,6 +556,12 @@ class Printer:
             self._tail.append(text)
         if end:
             self._flush_statement()
+
+    def end_statement(self) -> None:
+        """The statement's last rows event was filtered out: close what was printed of it (other tables)."""
+        if self._head or self._body:
+            self._flush_statement()
+        self._annotate = None
 
     def _flush_statement(self) -> None:
         """End of a row-based statement: head, the BINLOG block, the -v text, the row count."""
