@@ -10,7 +10,7 @@ Statements (case-insensitive; MariaDB's `'name'` connection syntax and MySQL's `
   SET GLOBAL sql_slave_skip_counter = N     SET GLOBAL replicate_events_marked_for_skip = MODE
   SELECT cols|* FROM performance_schema.replication_applier_filters|replication_applier_global_filters
          [WHERE COL = 'v' [AND ...]]
-  SELECT @@version_comment / @@version / @@sql_slave_skip_counter / @@replicate_events_marked_for_skip
+  SELECT 1 / 'text' / @@version / @@server_id / VERSION() ... (health checks: applier/selects.py)
 
 Without a channel name a statement acts on the default channel '' when it exists (MariaDB's default
 connection); when it does not, START/STOP/RESET act on every channel and SHOW SLAVE STATUS lists every
@@ -49,6 +49,7 @@ from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
 from .filters import FilterError, FilterRegistry, FilterType, UnknownChannel
+from .selects import UnknownVariable, evaluate_select
 from .status import (
     ALL_SLAVES_COLUMNS,
     APPLIER_FILTERS_COLUMNS,
@@ -69,6 +70,8 @@ ER_NO_SUCH_TABLE = 1146
 ER_BAD_FIELD_ERROR = 1054
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 SKIP_MODES = ("REPLICATE", "FILTER_ON_SLAVE", "FILTER_ON_MASTER")
+VERSION = "10.11.99-binlogd-apply"
+VERSION_COMMENT = "binlogd-apply admin port"
 
 
 _SQLSTATES = {ER_PARSE_ERROR: "42000", ER_NOT_SUPPORTED_YET: "42000", ER_WRONG_VALUE_FOR_VAR: "42000",
@@ -84,6 +87,7 @@ class AdminError(Exception):
 
 
 class ApplierLike(Protocol):
+    config: Any  # ApplierConfig: server_id
     channels: dict[str, Any]
     filters: FilterRegistry
     skip_mode: str
@@ -114,7 +118,6 @@ _RE_START_STOP = re.compile(
 _RE_RESET = re.compile(rf"RESET\s+{_SLAVE}(?:\s+{_NAME})??(\s+ALL)?{_FOR_CHANNEL}", re.I)
 _RE_CHANGE_FILTER = re.compile(r"CHANGE\s+REPLICATION\s+FILTER\s+(.*)", re.I | re.S)
 _RE_SET_GLOBAL = re.compile(r"SET\s+(?:GLOBAL\s+|@@GLOBAL\.)(?:(\w+)\.)?(\w+)\s*(?:=|:=)\s*(.+)", re.I | re.S)
-_RE_SELECT_VAR = re.compile(r"SELECT\s+@@(?:(?:GLOBAL|SESSION)\.)?(\w+)(?:\s+LIMIT\s+\d+)?", re.I)
 _RE_SELECT_PS = re.compile(
     r"SELECT\s+(.+?)\s+FROM\s+(?:`?performance_schema`?\s*\.\s*)`?(\w+)`?(?:\s+WHERE\s+(.+?))?"
     r"(?:\s+ORDER\s+BY\s+[\w\s,]+)?", re.I | re.S)
@@ -322,10 +325,14 @@ class Admin:
             return await self._change(channel, changes)
         if m := _RE_SET_GLOBAL.fullmatch(text):
             return await self._set_global(m.group(1), m.group(2).lower(), m.group(3))
-        if m := _RE_SELECT_VAR.fullmatch(text):
-            return self._select_var(m.group(1).lower())
         if m := _RE_SELECT_PS.fullmatch(text):
             return self._select_ps(m.group(1), m.group(2).lower(), m.group(3))
+        try:
+            selected = evaluate_select(text, self._variable)
+        except UnknownVariable as e:
+            raise AdminError(ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{e.name}'") from None
+        if selected is not None:
+            return Result(*selected)
         if _RE_NOOP.match(text):
             return None  # session settings the mariadb CLI and drivers send
         verb = " ".join(text.split()[:3])
@@ -401,17 +408,21 @@ class Admin:
             return None
         raise AdminError(ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{var}'")
 
-    def _select_var(self, var: str) -> Result:
-        values = {
-            "version_comment": "binlogd-apply admin port",
-            "version": "10.11.99-binlogd-apply",
+    def _variable(self, name: str) -> Any:
+        """The system variables the admin port has (SELECT @@name): the applier's own, or fixed by it."""
+        values: dict[str, Any] = {
+            "version": VERSION,
+            "version_comment": VERSION_COMMENT,
+            "server_id": self.applier.config.server_id,  # what the applier registers with on its sources
+            "hostname": socket.gethostname(),
             "sql_slave_skip_counter": self.applier.skip_counter,
             "replicate_events_marked_for_skip": self.applier.skip_mode,
             "max_allowed_packet": 16 << 20,
+            "autocommit": 1,
         }
-        if var not in values:
-            raise AdminError(ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{var}'")
-        return Result((f"@@{var}",), [(values[var],)])
+        if name not in values:
+            raise UnknownVariable(name)
+        return values[name]
 
     def _select_ps(self, select: str, table: str, where: str | None) -> Result:
         reg = self.applier.filters
@@ -453,8 +464,8 @@ class AdminSession(BaseSession):
     def __init__(self, admin: Admin) -> None:
         self.admin = admin
         self.variables = SessionVariables(GlobalVariables())
-        self.variables.set("version", "5.5.5-10.11.99-binlogd-apply", force=True)
-        self.variables.set("version_comment", "binlogd-apply admin port", force=True)
+        self.variables.set("version", f"5.5.5-{VERSION}", force=True)  # the 5.5.5- prefix: MariaDB's handshake
+        self.variables.set("version_comment", VERSION_COMMENT, force=True)
         self.username: str | None = None
         self.database: str | None = None
 

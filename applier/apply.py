@@ -125,6 +125,8 @@ class Group:
     flagged: bool = False  # its events carry 0x8000 (skip_replication on the source session)
     rollback: bool = False  # ends with ROLLBACK: changes undone, position still advances
     end: Position = field(default_factory=Position)
+    kind: str | None = None  # GTID_FLAGS2 class of an applied GTID event: "ddl", "trans" or "non_trans"
+    events_read: int = 0  # stream events this item stands for (Executed_log_entries), dropped ones included
 
 
 @dataclass(slots=True)
@@ -163,6 +165,7 @@ class TargetSession:
         self.keep_gtids = False
         self.rows_applied = 0
         self.groups_applied = 0
+        self.retried = 0  # groups retried after a deadlock, lock wait timeout or lost target (Retried_transactions)
         self.current: str = ""  # what is being applied (Slave_SQL_Running_State)
 
     # ---- connection ----------------------------------------------------------------------------------------
@@ -227,6 +230,7 @@ class TargetSession:
                         return
                 if (lost or code in RETRYABLE) and attempt < TRANSACTION_RETRIES:
                     log.warning("channel %r: %s; retrying the group (attempt %d)", self.channel, _msg(e), attempt + 1)
+                    self.retried += 1
                     time.sleep(min(0.1 * 2**attempt, 2.0))
                     continue
                 raise ApplyError(code, f"Error '{_msg(e)}' on query. Default database: "

@@ -12,8 +12,10 @@ it queued). It decides per event, on the event loop and cheaply:
   without the flag the channel stops with "Unknown event code" once everything before it is applied.
 
 The SQL side is a task that takes whole groups from a bounded queue (back-pressure on the source socket) and
-applies each in the channel's one worker thread (`applier/apply.py`). An apply error stops the channel with
-MariaDB's texts in `status()`; STOP waits for the group being applied, so nothing is ever half-applied.
+applies each in the channel's one worker thread (`applier/apply.py`). An apply error stops the SQL side with
+MariaDB's texts in `status()` while the reader reads on (Slave_IO_Running: Yes, as on a 10.11 replica; what it
+reads is not kept, START SLAVE re-reads it); STOP waits for the group being applied, so nothing is ever
+half-applied. The counters of SHOW ALL SLAVES STATUS are applier/counters.py's.
 
 Names used by `applier/runner.py` and part B (`applier/admin.py`, `applier/status.py`): `Channel` with `name`,
 `config`, `running`, `start()`, `stop()`, `status() -> dict` (SHOW SLAVE STATUS fields), `exec_pos`, `read_pos`.
@@ -76,6 +78,7 @@ from binlogd.protocol.events import (
 from binlogd.protocol.tables_info import TABLES_INFO_EVENT
 
 from .apply import ApplyError, Group, TargetSession
+from .counters import Counters, group_kind, heartbeat_period
 from .position import Position
 
 if TYPE_CHECKING:
@@ -96,15 +99,6 @@ UNSUPPORTED: Final = {
     START_ENCRYPTION_EVENT: "encrypted binlogs",
 }
 PREAMBLE: Final = frozenset({USER_VAR_EVENT, INTVAR_EVENT, RAND_EVENT, TABLE_MAP_EVENT, TABLES_INFO_EVENT})
-_STOP: Final = object()
-
-
-class ChannelFailure(Exception):
-    """Raised by the reader for an event the channel cannot go past; carries the SQL-side error."""
-
-    def __init__(self, error: ApplyError) -> None:
-        super().__init__(error.message)
-        self.error = error
 
 
 class Channel:
@@ -126,18 +120,25 @@ class Channel:
         self.last_event_ts = 0
         self.skipped_ignorable = 0
         self.skipped_flagged = 0
+        self.counters = Counters()
         self._task: asyncio.Task[None] | None = None
+        self._reader: asyncio.Task[None] | None = None
         self._queue: asyncio.Queue[Any] | None = None
+        self._discard = False  # the SQL side stopped: the reader keeps reading (IO thread) but queues nothing
 
     # ---- control --------------------------------------------------------------------------------------------
 
     @property
     def running(self) -> bool:
+        """Either side runs (MariaDB: a channel with its IO or its SQL thread running)."""
         return self._task is not None and not self._task.done()
 
     async def start(self) -> None:
-        if self.running:
+        """START SLAVE: starts what is stopped. Without a relay log a stopped SQL side restarts the whole channel
+        from the executed position (the reader re-reads what it read after the stop)."""
+        if self.running and self.sql_running and self._reader is not None and not self._reader.done():
             return
+        await self.stop()
         self.last_io = self.last_sql = (0, "")
         self._task = asyncio.create_task(self._run(), name=f"channel-{self.name}")
 
@@ -171,72 +172,80 @@ class Channel:
     # ---- the two halves -------------------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        """The channel: the SQL side in this task, the reader (IO side) beside it. Each side stops on its own
+        errors only, as a 10.11 replica's threads do: after an apply error the reader keeps reading (its
+        groups are dropped: there is no relay log), after a fatal source error the SQL side waits for more."""
         self.sql_running = True
         self.io_running = "Connecting"
+        self._discard = False
         reader: asyncio.Task[None] | None = None
-        applier: asyncio.Task[None] | None = None
         try:
             self.session.filters = self.applier.filters_for(self.name)
             self.session.replicate_flagged = self.applier.skip_mode == "REPLICATE"
             try:
                 stored = await self._thread(self.session.load_position)
             except ApplyError as e:
+                self.io_running = "No"
                 self._sql_error(e)
                 return
             self.exec_pos = stored or Position()
             self.read_pos = self.exec_pos.copy()
-            self._queue = asyncio.Queue(QUEUE_GROUPS)
-            reader = asyncio.create_task(self._io_loop(self._queue))
-            applier = asyncio.create_task(self._sql_loop(self._queue))
-            await applier
-            if reader.done() and not reader.cancelled() and reader.exception() is not None:
-                raise reader.exception()  # type: ignore[misc]
+            q: asyncio.Queue[Any] = asyncio.Queue(QUEUE_GROUPS)
+            self._queue = q
+            reader = self._reader = asyncio.create_task(self._io_loop(q), name=f"reader-{self.name}")
+            await self._sql_loop(q)
+            self._discard = True
+            while not q.empty():  # frees a reader blocked on the full queue
+                q.get_nowait()
+            await reader
         except Exception as e:  # a bug, not a replication error: keep it visible in the status and the log
             log.exception("channel %r: internal error", self.name)
             self.last_sql = (1105, f"binlogd-apply internal error: {e!r}")
         finally:
-            for t in (reader, applier):
-                if t is not None and not t.done():
-                    t.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await t
+            if reader is not None and not reader.done():
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
             self.io_running = "No"
             self.sql_running = False
             self.io_state = ""
 
     async def _sql_loop(self, q: asyncio.Queue[Any]) -> None:
+        """Applies queued groups until an apply error; when the reader ends it waits, like the SQL thread."""
         loop = asyncio.get_running_loop()
         while True:
             item = await q.get()
-            if item is _STOP:
-                return
             if isinstance(item, ApplyError):
                 self._sql_error(item)
                 return
             g: Group = item
             if g.events and self.applier.skip_counter > 0:
                 self.applier.skip_counter -= 1
-                g = Group(end=g.end)  # sql_slave_skip_counter: skipped, position still stored
+                # sql_slave_skip_counter: skipped (not counted as a group), position still stored
+                g = Group(end=g.end, events_read=g.events_read)
             fut = loop.run_in_executor(self.executor, self.session.apply, g)
             try:
                 await asyncio.shield(fut)
             except asyncio.CancelledError:
                 try:  # STOP SLAVE waits for the group in flight: it commits whole or rolls back whole
                     await fut
-                    self.exec_pos = g.end
+                    self._applied(g)
                 except ApplyError:
                     pass
                 raise
             except ApplyError as e:
                 self._sql_error(e)
                 return
-            self.exec_pos = g.end
-            if g.events:
-                self.last_event_ts = g.events[-1].header.timestamp
+            self._applied(g)
+
+    def _applied(self, g: Group) -> None:
+        self.exec_pos = g.end
+        self.counters.applied(g)
+        if g.events:
+            self.last_event_ts = g.events[-1].header.timestamp
 
     def _sql_error(self, e: ApplyError) -> None:
         self.sql_running = False  # before the error is visible: a status never shows an error with Running Yes
-        self.io_running = "No"  # the channel stops as a whole (its reader is cancelled next)
         self.last_sql = (e.code, e.message)
         log.error("channel %r: replication stopped at %s:%d: %s (%d)", self.name, self.exec_pos.file,
                   self.exec_pos.pos, e.message, e.code)
@@ -261,8 +270,7 @@ class Channel:
                         self.io_running = "Yes"
                         self.io_state = "Waiting for master to send event"
                         self.last_io = (0, "")
-                        log.info("channel %r: replicating from %s at %s", self.name, src,
-                                 pos.gtid_text() if cfg.gtid else f"{pos.file or '(first binlog)'}:{pos.pos}")
+                        log.info("channel %r: replicating from %s at %s", self.name, src, pos.describe(cfg.gtid))
                         await self._consume(client, q)
                     finally:
                         await client.close()
@@ -275,29 +283,43 @@ class Channel:
                         break
                 self.io_state = "Waiting to reconnect after a failed read"
                 await asyncio.sleep(cfg.retry_s)
-        except ChannelFailure as f:
-            self.last_io = (0, "")
-            await q.put(f.error)
-            return
-        await q.put(_STOP)
+        except Exception as e:  # a bug: the IO side stops with it visible, the SQL side applies what it has
+            log.exception("channel %r: reader internal error", self.name)
+            self.last_io = (1105, f"binlogd-apply internal error: {e!r}")
+        finally:
+            self.io_running = "No"
+            self.io_state = ""
 
     async def _consume(self, client: ReplicationClient, q: asyncio.Queue[Any]) -> None:
-        """Group the event stream; each whole group is queued with the position just after it."""
+        """Group the event stream; each whole group is queued with the position just after it. An event the
+        channel cannot go past is queued as the SQL side's error; the reader then reads on without queueing."""
         alg = client.checksum_alg_before_fd  # the fake ROTATE comes before the FDE
         cur = self.read_pos.copy()
         g: Group | None = None
         mode = self.applier.skip_mode
         drop_flagged = mode in ("FILTER_ON_SLAVE", "FILTER_ON_MASTER")
+        pending = 0  # events read since the last queued item (FDE, ROTATE... included): counted with the next
 
         async def emit(group: Group) -> None:
+            nonlocal pending
             group.end = cur.copy()
-            await q.put(group)
+            group.events_read = pending
+            pending = 0
+            if not self._discard:
+                await q.put(group)
             self.read_pos = group.end
+
+        async def fail(error: ApplyError) -> None:
+            if not self._discard:
+                await q.put(error)
+                self._discard = True
 
         async for raw in client.events():
             typ = raw[4]
             if typ == HEARTBEAT_LOG_EVENT:
+                self.counters.received_heartbeats += 1
                 continue
+            pending += 1
             if typ == FORMAT_DESCRIPTION_EVENT:
                 alg = fde_checksum_alg(raw)
                 self.master_server_id = int.from_bytes(raw[5:9], "little")
@@ -305,8 +327,11 @@ class Channel:
             try:
                 ev = parse_event(raw, alg)
             except EventDecodeError as e:
-                raise ChannelFailure(ApplyError(ER_UNKNOWN_EVENT, f"Relay log read failure: could not parse the "
-                                                                  f"event after {cur.file}:{cur.pos}: {e}")) from None
+                await fail(ApplyError(ER_UNKNOWN_EVENT, f"Relay log read failure: could not parse the event after "
+                                                        f"{cur.file}:{cur.pos}: {e}"))
+                if h_pos := int.from_bytes(raw[13:17], "little"):
+                    cur.pos = h_pos
+                continue
             h = ev.header
             if typ == ROTATE_EVENT:
                 assert isinstance(ev.body, RotateBody)
@@ -327,7 +352,8 @@ class Channel:
                     log.warning("channel %r: group before %s:%d has no end; discarded", self.name, cur.file, cur.pos)
                 gtid = Gtid(ev.body.domain_id, h.server_id, ev.body.seq_no)
                 cur.gtids[gtid.domain_id] = gtid
-                g = Group(gtid=gtid, transactional=not ev.body.flags2 & FL_STANDALONE, flagged=flagged)
+                g = Group(gtid=gtid, transactional=not ev.body.flags2 & FL_STANDALONE, flagged=flagged,
+                          kind=None if drop else group_kind(ev.body.flags2))
                 continue
             if typ in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
                 assert isinstance(ev.body, QueryBody)
@@ -373,12 +399,13 @@ class Channel:
             if typ == INCIDENT_EVENT:
                 assert isinstance(ev.body, IncidentBody)
                 text = ev.body.message.decode(errors="replace")
-                raise ChannelFailure(ApplyError(ER_SLAVE_INCIDENT, f"The incident LOST_EVENTS occurred on the master. "
-                                                                   f"Message: {text}"))
+                await fail(ApplyError(ER_SLAVE_INCIDENT, f"The incident LOST_EVENTS occurred on the master. "
+                                                         f"Message: {text}"))
+                continue
             if typ in UNSUPPORTED:
-                raise ChannelFailure(ApplyError(ER_NOT_SUPPORTED_YET, f"{UNSUPPORTED[typ]} events are not supported "
-                                                                      f"by binlogd-apply (at {cur.file} end_log_pos "
-                                                                      f"{h.log_pos})"))
+                await fail(ApplyError(ER_NOT_SUPPORTED_YET, f"{UNSUPPORTED[typ]} events are not supported by "
+                                                            f"binlogd-apply (at {cur.file} end_log_pos {h.log_pos})"))
+                continue
             if h.flags & LOG_EVENT_IGNORABLE_F:
                 self.skipped_ignorable += 1
                 log.info("channel %r: skipped ignorable event of unknown type %d at %s end_log_pos %d", self.name,
@@ -386,9 +413,9 @@ class Channel:
                 if g is None and (cur.file, cur.pos) != (self.read_pos.file, self.read_pos.pos):
                     await emit(Group())
                 continue
-            raise ChannelFailure(ApplyError(ER_UNKNOWN_EVENT, f"Unknown event code {typ} (not ignorable) in "
-                                                              f"{cur.file} at end_log_pos {h.log_pos}: the applier "
-                                                              f"cannot apply it and stopped before it"))
+            await fail(ApplyError(ER_UNKNOWN_EVENT, f"Unknown event code {typ} (not ignorable) in {cur.file} at "
+                                                    f"end_log_pos {h.log_pos}: the applier cannot apply it and "
+                                                    f"stopped before it"))
 
     # ---- status ---------------------------------------------------------------------------------------------
 
@@ -398,8 +425,10 @@ class Channel:
         io_errno, io_error = self.last_io
         sql_errno, sql_error = self.last_sql
         running = self.running
+        io_running = self.io_running if running else "No"
+        sql_running = running and self.sql_running
         behind: int | None = None
-        if running and self.io_running == "Yes":
+        if sql_running and io_running == "Yes":
             q = self._queue
             behind = max(0, int(time.time()) - self.last_event_ts) if q is not None and q.qsize() else 0
         st: dict[str, Any] = {
@@ -411,11 +440,9 @@ class Channel:
             "Connect_Retry": int(self.config.retry_s),
             "Master_Log_File": self.read_pos.file,
             "Read_Master_Log_Pos": self.read_pos.pos,
-            "Relay_Log_File": "",
-            "Relay_Log_Pos": 0,
             "Relay_Master_Log_File": self.exec_pos.file,
-            "Slave_IO_Running": self.io_running if running else "No",
-            "Slave_SQL_Running": "Yes" if running and self.sql_running else "No",
+            "Slave_IO_Running": io_running,
+            "Slave_SQL_Running": "Yes" if sql_running else "No",
             "Last_Errno": sql_errno,
             "Last_Error": sql_error,
             "Skip_Counter": self.applier.skip_counter,
@@ -430,7 +457,10 @@ class Channel:
             "Gtid_IO_Pos": self.read_pos.gtid_text(),
             "Gtid_Slave_Pos": self.exec_pos.gtid_text(),
             "Slave_SQL_Running_State": self.session.current or ("Slave has read all relay log; waiting for more "
-                                                                "updates" if running else ""),
+                                                                "updates" if sql_running else ""),
+            "Retried_transactions": self.session.retried,
+            "Slave_heartbeat_period": heartbeat_period(self.config.heartbeat_s),
+            **self.counters.columns(),
             "Replicate_Events_Marked_For_Skip": self.applier.skip_mode,
             "Events_Skipped_Flagged": self.skipped_flagged,
             "Events_Skipped_Ignorable": self.skipped_ignorable,

@@ -45,6 +45,12 @@ class Position:
     def gtid_text(self) -> str:
         return ",".join(str(g) for _, g in sorted(self.gtids.items()))
 
+    def describe(self, gtid: bool) -> str:
+        """Where a dump from here starts, for the log (empty coordinates mean the source's first binlog)."""
+        if gtid:
+            return f"GTID position '{self.gtid_text()}'" + ("" if self.gtids else " (from the source's first binlog)")
+        return f"{self.file or '(the first binlog)'}:{self.pos}"
+
     def copy(self) -> Position:
         return Position(self.file, self.pos, dict(self.gtids))
 
