@@ -227,8 +227,11 @@ class StrictConnection(Connection):
 
     async def authenticate(self, username: str, auth_response: bytes, client_plugin_name: str | None,
                            connect_attrs: dict[str, str], auth_state: Any = None, server_plugin: Any = None) -> None:
-        """Unknown users get MariaDB's 1045 text (mimic would answer 'User x does not exist')."""
-        if await self.identity_provider.get_user(username) is None:
+        """Unknown users get MariaDB's 1045 text (mimic would answer 'User x does not exist'), and so does an
+        account bound to TLS (REQUIRE SSL) logging in without it."""
+        requires_tls = getattr(self.identity_provider, "requires_tls", None)
+        if await self.identity_provider.get_user(username) is None or (
+                requires_tls is not None and requires_tls(username) and not self.tls_active):
             await self._write_raw(err_packet(ER_ACCESS_DENIED_ERROR,
                                              access_denied(username, self.peer_host, bool(auth_response))))
             return

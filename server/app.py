@@ -18,7 +18,7 @@ from binlogd.protocol.packets import err_packet
 from binlogd.protocol.sqlserver import SafeStream
 from mysql_mimic.server import MysqlServer
 
-from .auth import BinlogdIdentityProvider
+from .auth import BinlogdIdentityProvider, UsersFileError
 from .connection import ReplicationConnection, ReplicationSession
 from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
@@ -149,6 +149,18 @@ async def serve(cfg: ServeConfig, ready: asyncio.Event | None = None) -> None:
             lock.release()
 
 
+async def reload_users(idp: BinlogdIdentityProvider, path: Path) -> None:
+    """SIGHUP: read the users file again (in a thread); new logins use it, logged-in connections are kept. A file
+    that does not parse keeps the accounts in use, and the log says why."""
+    try:
+        users = await asyncio.to_thread(BinlogdIdentityProvider.read_file, path)
+    except UsersFileError as e:
+        log.error("SIGHUP: users file not reloaded, the previous accounts stay in use: %s", e)
+        return
+    idp.replace(users)
+    log.info("SIGHUP: users file %s reloaded: %d account(s)", path, len(users))
+
+
 def _writes_datadir(cfg: ServeConfig) -> bool:
     return cfg.standalone or cfg.upstream is not None
 
@@ -261,6 +273,17 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    reloads: set[asyncio.Task[None]] = set()
+    if cfg.users_file is not None:
+        users_file = cfg.users_file
+
+        def on_sighup() -> None:
+            task = loop.create_task(reload_users(idp, users_file))
+            reloads.add(task)
+            task.add_done_callback(reloads.discard)
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGHUP, on_sighup)
     if ready is not None:
         ready.set()
     try:

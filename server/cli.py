@@ -154,6 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve_options(s)
     sub.add_parser("show", add_help=False, help="print binlog files or a server's binlog as text that replays into "
                    "the mariadb client (`binlogd show --help`)")
+    pw = sub.add_parser("passwd", help="write a users-file line (the password as MariaDB's native hash)",
+                        description="Read a password (twice from a terminal, else the first line of stdin) and "
+                        "print the users-file line USER[@HOST]:*HASH [GRANT ...] [REQUIRE SSL]; with --users FILE, "
+                        "replace that account's line in FILE or append it. The clear-text password is written "
+                        "nowhere. A running binlogd reads the file again on SIGHUP.")
+    pw.add_argument("account", metavar="USER[@HOST]", help="user name and MariaDB host pattern (default %%)")
+    pw.add_argument("--grant", metavar="PRIVS", help="comma-separated privileges: REPLICATION SLAVE, REPLICATION "
+                    "CLIENT (BINLOG MONITOR), SLAVE MONITOR, REPLICATION MASTER ADMIN, WRITE, RELOAD, BINLOG ADMIN, "
+                    "USAGE, ALL (default: ALL)")
+    pw.add_argument("--require-ssl", action="store_true", help="the account may log in over TLS only (default off)")
+    pw.add_argument("--users", type=Path, metavar="FILE", help="users file to update (default: print the line)")
     d = sub.add_parser("demo-dir", help="write a small demo binlog directory (for `binlogd serve --binlog-dir`)",
                        description="Write mysql-bin.000001, mysql-bin.000002 and mysql-bin.index into DIR: what a "
                        "MariaDB 10.11 primary (server_id 1, STATEMENT format, CRC32) writes for a small session on "
@@ -181,14 +192,15 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     c.add_argument("--ssl-cert", type=Path, metavar="FILE",
                    help="TLS: this server's certificate (PEM), MariaDB's option; clients may then upgrade with "
                    "CLIENT_SSL (mariadb --ssl, MASTER_SSL=1). Checked at start: a missing file or a key that does "
-                   "not match stops binlogd before it writes anything")
+                   "not match stops binlogd before it writes anything (default: none, clear text only)")
     c.add_argument("--ssl-key", type=Path, metavar="FILE",
                    help="TLS: the certificate's private key (PEM; default: read from --ssl-cert's file)")
     c.add_argument("--ssl-ca", type=Path, metavar="FILE",
-                   help="TLS: CA certificates (PEM) that verify a client certificate when a client sends one")
+                   help="TLS: CA certificates (PEM) that verify a client certificate when a client sends one (default: "
+                   "none, client certificates are not checked)")
     c.add_argument("--require-secure-transport", action="store_true",
                    help="refuse clear-text logins with 1045 Access denied, as MariaDB's require_secure_transport "
-                   "does (needs --ssl-cert)")
+                   "does (needs --ssl-cert; default off)")
     c.add_argument("--compat", choices=["binlogd", "mariadb"], default="binlogd",
                    help="binlogd (default): events filtered by skip_replication become same-length dummies for "
                    "replicas with capability < 2, and replicas' positions are moved over trailing filtered "
@@ -405,6 +417,15 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     if args.command == "serve":
         return _serve(args)
+    if args.command == "passwd":
+        from .passwd import PasswdError, run_passwd
+
+        try:
+            print(run_passwd(args.account, args.grant, args.require_ssl, args.users))
+        except PasswdError as e:
+            print(f"binlogd passwd: {e}", file=sys.stderr)
+            return 2
+        return 0
     if args.command == "demo-dir":
         from .demo import DemoDirError, write_demo_dir
 

@@ -40,11 +40,13 @@ from .dump import DumpParams, DumpStream
 from .fault_writer import FaultWriter
 from .faults import FaultFile
 from .primary import Primary
+from .privileges import Priv, check_dump, check_register, check_show, check_write
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
 from .tls import tls_status
 
 log = logging.getLogger("binlogd.conn")
+_WRITE_PRIVS = Priv.WRITE | Priv.RELOAD | Priv.BINLOG_ADMIN
 
 # Commands mimic handles itself (everything else that is not replication gets 1047 like MariaDB).
 _MIMIC_COMMANDS = {
@@ -75,9 +77,13 @@ class ReplicationSession(BaseSession):
         self.state = SessionState()
         self.handshake_collation = 45  # the client's collation id from its handshake (standalone Query events)
         self.writes: Any = None  # standalone mode: this connection's WriteSession (server/standalone)
+        self.privileges = Priv.ALL  # the account's, from the users file (server/privileges.py)
+        self.account_host = "%"  # the account's host pattern (MariaDB names it in 1044)
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         try:
+            if self.privileges != Priv.ALL:
+                await self._check_privileges(sql)
             if self.writes is not None:  # standalone: writes become binlog events, the rest as below
                 result = await self.primary.standalone.execute(sql, self.state, self.writes)
             else:
@@ -96,11 +102,29 @@ class ReplicationSession(BaseSession):
                                  for name, t in zip(result.columns, result.types, strict=True)]
         return result.rows, result.columns
 
+    async def _check_privileges(self, sql: str) -> None:
+        """MariaDB's refusals for a user without the privilege (server/privileges.py), before anything runs."""
+        check_show(sql, self.privileges, self.primary.version)
+        if self.writes is not None and _WRITE_PRIVS & self.privileges != _WRITE_PRIVS:
+            from .standalone.classify import classify
+
+            stmt = classify(sql, self.state.database)  # 1064 / 1046 first, as MariaDB's parser runs first
+            check_write(stmt, sql, self.privileges, self.username or "", self.state.host, self.account_host,
+                        self.state.database, self.primary.version)
+
+    def grant(self, connection: Connection) -> None:
+        """This session's privileges: those of the account the user logged in as (login, COM_CHANGE_USER)."""
+        find = getattr(connection.identity_provider, "entry_for", None)
+        entry = find(self.username or "", self.state.host) if find is not None else None
+        self.privileges = entry.privileges if entry is not None else Priv.NONE
+        self.account_host = entry.host if entry is not None else "%"
+
     async def init(self, connection: Connection) -> None:
         """After authentication: CONNECTION_ID() and USER() answer for this session."""
         self.state.connection_id = connection.connection_id
         self.state.user = self.username or ""
         self.state.host = getattr(connection, "peer_host", "localhost")
+        self.grant(connection)
         cipher, version = tls_status(connection.stream.writer.transport)
         self.state.status.update(Ssl_cipher=cipher, Ssl_version=version)
         if self.primary.standalone is not None:
@@ -225,7 +249,27 @@ class ReplicationConnection(StrictConnection):
             finally:
                 self.stream.reset_seq()
 
+    async def handle_change_user(self, data: bytes) -> None:
+        await super().handle_change_user(data)
+        self.session.grant(self)  # type: ignore[attr-defined]
+
+    async def _refuse_replication(self, register: bool) -> bool:
+        """COM_REGISTER_SLAVE / COM_BINLOG_DUMP without REPLICATION SLAVE: MariaDB's refusal, True if refused."""
+        session: ReplicationSession = self.session  # type: ignore[assignment]
+        try:
+            if register:
+                check_register(session.privileges, session.username or "", session.account_host)
+            else:
+                check_dump(session.privileges)
+        except SqlError as e:
+            log.info("connection %d: user %r refused: %s", self.connection_id, self.session.username, e.message)
+            await self._write_raw(err_packet(e.code, e.message, e.sqlstate.encode()))
+            return True
+        return False
+
     async def handle_register_slave(self, data: bytes) -> None:
+        if await self._refuse_replication(register=True):
+            return
         try:
             cmd = parse_register_slave(data)
         except CommandError as e:
@@ -262,6 +306,8 @@ class ReplicationConnection(StrictConnection):
         )
 
     async def handle_binlog_dump(self, data: bytes) -> None:
+        if await self._refuse_replication(register=False):
+            return
         try:
             cmd = parse_binlog_dump(data)
         except CommandError as e:

@@ -146,6 +146,22 @@ def execute(sql: str, session: SessionState, server: ServerView) -> ResultSet | 
     return result
 
 
+def leading_words(sql: str, n: int, version: str) -> list[str]:
+    """The first `n` keywords of a statement, upper-case, lexed as `execute` lexes it (comments dropped,
+    executable comments kept): privilege checks (server/privileges.py) see what the parser will see.
+    Stops at the first token that is not a word; [] for text the lexer refuses (execute refuses it too)."""
+    try:
+        toks = _lex(_trim_query(sql), _version_id(version))
+    except SqlError:
+        return []
+    words: list[str] = []
+    for t in toks[:n]:
+        if t.kind != "ID":
+            break
+        words.append(t.text.upper())
+    return words
+
+
 def change_database(session: SessionState, name: str) -> None:
     """USE / COM_INIT_DB: binlogd serves no databases except information_schema (1049 otherwise)."""
     if name.lower() == "information_schema":
