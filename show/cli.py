@@ -133,9 +133,15 @@ def _check(args: argparse.Namespace) -> None:
     if args.remote:
         if len(args.files) != 1:
             raise UsageError("with --read-from-remote-server give one log name (the first file to read)")
+        if args.output_binlog is not None:
+            raise UsageError("--output-binlog writes from local files (fetch them first, e.g. mariadb-binlog -R "
+                             "--raw)")
     else:
         if not args.files:
             raise UsageError("no binlog file given (binlogd show FILE..., or -R for a server)")
+        if args.output_binlog is not None and args.force_read:
+            raise UsageError("--output-binlog keeps every position: it cannot go on past unreadable events "
+                             "(--force-read)")
         for opt in ("to_last_log", "stop_never"):
             if getattr(args, opt):
                 raise UsageError(f"--{opt.replace('_', '-')} needs --read-from-remote-server")
@@ -159,7 +165,8 @@ class Run:
         if args.output_binlog is not None:
             from .output_binlog import BinlogOutput
 
-            self.writer = BinlogOutput(args.output_binlog)
+            self.writer = BinlogOutput(args.output_binlog, several=len(args.files) > 1)
+            self.ranges.first_file, self.ranges.start_position = Path(args.files[0]).name, args.start_position
         self.file: str | None = None
         self.stopped = False
 
@@ -207,7 +214,8 @@ def _local_items(args: argparse.Namespace, progress: Progress) -> Iterator[Item]
     for n, name in enumerate(args.files):
         path = Path(name)
         progress.file(path)
-        yield from read_file(path, start=args.start_position if n == 0 else 4, force=args.force_read,
+        start = args.start_position if n == 0 and args.output_binlog is None else 4  # the writer needs every event
+        yield from read_file(path, start=start, force=args.force_read,
                              progress=progress.advance)
 
 
@@ -226,7 +234,11 @@ def main(argv: list[str]) -> int:
         print(f"binlogd show: {args.result_file}: {e.strerror or e}", file=sys.stderr)
         return 2
     progress = Progress(args.progress, sum(_size(f) for f in args.files) if not args.remote else 0)
-    run = Run(args, out, table_filter)
+    try:
+        run = Run(args, out, table_filter)
+    except ReadError as e:
+        print(f"binlogd show: {e}", file=sys.stderr)
+        return 2
     run.printer.prologue()
     status = 0
     try:

@@ -18,9 +18,12 @@ import enum
 from dataclasses import dataclass, field
 
 from binlogd.protocol.constants import (
+    BINLOG_CHECKPOINT_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
+    GTID_LIST_EVENT,
     LOG_EVENT_SKIP_REPLICATION_F,
+    ROTATE_EVENT,
 )
 from binlogd.protocol.events import GtidBody
 from binlogd.protocol.gtid import Gtid
@@ -39,6 +42,8 @@ class Ranges:
     """The range options; `decide` is called once per event in reading order."""
 
     last_file: str | None = None
+    first_file: str | None = None
+    start_position: int = 4  # only when the reader does not seek there itself (--output-binlog reads everything)
     stop_position: int | None = None
     start_datetime: int | None = None
     stop_datetime: int | None = None
@@ -52,6 +57,8 @@ class Ranges:
     def decide(self, item: Item) -> Verdict:
         h = item.event.header
         fde = h.type_code == FORMAT_DESCRIPTION_EVENT
+        if item.pos < self.start_position and item.file == self.first_file and not fde:
+            return Verdict.SKIP
         if self.start_datetime is not None and not fde:
             if h.timestamp < self.start_datetime:
                 return Verdict.SKIP
@@ -82,9 +89,4 @@ class Ranges:
     @staticmethod
     def _in_group_event(item: Item) -> bool:
         """Events that belong to the group their GTID opened (everything but file-level events)."""
-        from binlogd.protocol.constants import BINLOG_CHECKPOINT_EVENT, GTID_LIST_EVENT, ROTATE_EVENT
-
         return item.event.header.type_code not in (ROTATE_EVENT, GTID_LIST_EVENT, BINLOG_CHECKPOINT_EVENT)
-
-    def after_stream(self) -> None:
-        """Nothing to flush: a group stopped by --stop-gtid ends with its own last event."""

@@ -1,8 +1,11 @@
 """WL40 table filters of `binlogd show` against real MariaDB 10.11 replicas: for each filter option, in statement
 and in row format, replaying `binlogd show --OPTION FILES` into a real target gives the tables a real replica with
-the matching replicate-* option ends with. The workload has a RENAME chain (t1 and t2 swap names), a rename into
-and out of filtered names, CREATE TABLE ... LIKE and ... SELECT, INSERT ... SELECT, an unqualified statement and a
-cross-database one (statements use the default database, rows their table's)."""
+the matching replicate-* option ends with, and so does a real replica of `binlogd serve --binlog-dir` serving the
+`--output-binlog` files (left-out events there are same-length dummies; mariadb-binlog reads them too).
+
+The workload has a RENAME chain (t1 and t2 swap names), renames into and out of filtered names, CREATE TABLE ...
+LIKE and ... SELECT, INSERT ... SELECT, an unqualified statement and a cross-database one (statements use the
+default database, rows their table's)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import MariaDB
-from tests.test_show_helpers import copy_binlogs, replay, show
+from tests.test_show_helpers import copy_binlogs, mariadb_binlog, replay, show
 
 pytestmark = pytest.mark.mariadb
 
@@ -60,13 +63,14 @@ def _reset(server: MariaDB) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["STATEMENT", "ROW"])
-def test_each_filter_equals_a_real_replica(mariadb, harness_dir: Path, fmt: str) -> None:
+def test_each_filter_equals_a_real_replica(mariadb, binlogd, harness_dir: Path, fmt: str) -> None:
     primary = mariadb("primary", 1, "--log-bin=mysql-bin", f"--binlog-format={fmt}")
     primary.execute(WORKLOAD)
     files = copy_binlogs(primary, harness_dir / "binlogs")
     everything = primary.table_checksums(DBS)
     replica = mariadb("replica", 2)
     target = mariadb("target", 3)
+    downstream = mariadb("downstream", 4)  # replicates the --output-binlog files through binlogd, no filters
     for option, values in OPTIONS:
         if replica.slave_status():
             replica.stop_slave()
@@ -80,7 +84,23 @@ def test_each_filter_equals_a_real_replica(mariadb, harness_dir: Path, fmt: str)
         replica.wait_caught_up(primary)
 
         _reset(target)
-        replay(target, show(*[f"--{option}={v}" for v in values], *files).stdout)
+        out = harness_dir / f"filtered-{option}"
+        out.mkdir()  # an existing directory: the files keep their names (binlogd serve --binlog-dir reads it)
+        replay(target, show(*[f"--{option}={v}" for v in values], "--output-binlog", out, *files).stdout)
         got = target.table_checksums(DBS)
         assert got == replica.table_checksums(DBS), (fmt, option)
         assert got != everything, (fmt, option)  # the filter left something out
+
+        written = sorted(out.glob("mysql-bin.0*"))
+        assert [f.stat().st_size for f in written] == [f.stat().st_size for f in files]  # positions kept
+        assert b"# Dummy event replacing event type" in mariadb_binlog(*written).stdout  # it reads them
+        server = binlogd.serve(out)
+        if downstream.slave_status():
+            downstream.stop_slave()
+            downstream.query("RESET SLAVE ALL")
+        _reset(downstream)
+        downstream.change_master(server.host, server.port, log_file="mysql-bin.000001", log_pos=4)
+        downstream.start_slave()
+        downstream.wait_caught_up(server)
+        assert downstream.table_checksums(DBS) == got, (fmt, option)
+        server.stop()
