@@ -33,7 +33,7 @@ from binlogd.protocol.events import EventDecodeError, RowsBody, TableMapBody, de
 T_DECIMAL, T_TINY, T_SHORT, T_LONG, T_FLOAT, T_DOUBLE, T_NULL, T_TIMESTAMP = 0, 1, 2, 3, 4, 5, 6, 7
 T_LONGLONG, T_INT24, T_DATE, T_TIME, T_DATETIME, T_YEAR, T_NEWDATE, T_VARCHAR, T_BIT = 8, 9, 10, 11, 12, 13, 14, 15, 16
 T_TIMESTAMP2, T_DATETIME2, T_TIME2 = 17, 18, 19
-T_VARCHAR_COMPRESSED, T_BLOB_COMPRESSED = 140, 141
+T_BLOB_COMPRESSED, T_VARCHAR_COMPRESSED = 140, 141  # as a real 10.11 writes them in TABLE_MAP
 T_JSON, T_NEWDECIMAL, T_ENUM, T_SET = 245, 246, 247, 248
 T_TINY_BLOB, T_MEDIUM_BLOB, T_LONG_BLOB, T_BLOB, T_VAR_STRING, T_STRING, T_GEOMETRY = 249, 250, 251, 252, 253, 254, 255
 
@@ -289,9 +289,12 @@ def _one_row(td: TableDef, cols: list[bool], buf: bytes, p: int, prefix: bytes, 
 
 def _value_typestr(t: int, meta: int) -> bytes:
     """The typestr log_event_print_value sets before it sees that the value is NULL."""
+    probe = bytearray(70)
+    if t == T_NEWDECIMAL:
+        probe[0] = 0x80  # a valid zero
     try:
-        return _value(t, meta, bytes(16), 0)[2]
-    except (EventDecodeError, IndexError, struct.error):
+        return _value(t, meta, bytes(probe), 0)[2]
+    except (EventDecodeError, IndexError, ValueError, struct.error):
         return b""
 
 

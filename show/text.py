@@ -15,6 +15,7 @@ that ended flagged is replayed with the flag still set; `binlogd show` prints `=
 from __future__ import annotations
 
 import base64
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,6 +89,7 @@ from binlogd.protocol.events import (
     AutoIncrement,
     BinlogCheckpointBody,
     Event,
+    EventDecodeError,
     FormatDescriptionBody,
     GtidBody,
     GtidListBody,
@@ -550,7 +552,10 @@ class Printer:
             name, body.table_id, b" flags: STMT_END_F" if end else b""))
         self._body.append(_b64(self._raw))
         table = self.state.tables.get(body.table_id)
-        text, count = verbose_rows(ev.header.type_code, body, table, self.verbose)
+        try:
+            text, count = verbose_rows(ev.header.type_code, body, table, self.verbose)
+        except (EventDecodeError, IndexError, ValueError, struct.error) as e:  # the BINLOG block is still right
+            text, count = b"### Row event not decodable: %s\n" % str(e).encode(), 0
         self._rows += count
         if self.verbose:
             self._tail.append(text)
@@ -584,8 +589,6 @@ def user_var_value(body: UserVarBody) -> bytes:
         return b":=NULL"
     v = body.value
     if body.type == REAL_RESULT and len(v) >= 8:
-        import struct
-
         return b":=%s" % (b"%.14g" % struct.unpack("<d", v[:8])[0])
     if body.type == INT_RESULT and len(v) >= 8:
         n = int.from_bytes(v[:8], "little")
