@@ -30,7 +30,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
-from binlogd.protocol.connection import ClientConfig, ReplicationClient, ReplicationError
+from binlogd.protocol.connection import (
+    ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
+    ClientConfig,
+    ReplicationClient,
+    ReplicationError,
+)
 from binlogd.protocol.constants import (
     ANNOTATE_ROWS_EVENT,
     APPEND_BLOCK_EVENT,
@@ -108,6 +113,8 @@ class Channel:
         self.applier = applier
         t = applier.config.target
         self.session = TargetSession(t.host, t.port, t.user, t.password, config.name)
+        if t.tls is not None:  # --target URL's ?ssl-ca=...&ssl-verify=1
+            self.session.params.update(ssl=t.tls.context(), ssl_disabled=False)
         self.executor = ThreadPoolExecutor(1, thread_name_prefix=f"apply-{config.name or 'default'}")
         self.read_pos = Position()
         self.exec_pos = Position()
@@ -124,6 +131,7 @@ class Channel:
         self._task: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._queue: asyncio.Queue[Any] | None = None
+        self._applying_ts: int | None = None  # timestamp of the group in the worker (Seconds_Behind_Master)
         self._discard = False  # the SQL side stopped: the reader keeps reading (IO thread) but queues nothing
 
     # ---- control --------------------------------------------------------------------------------------------
@@ -178,6 +186,7 @@ class Channel:
         self.sql_running = True
         self.io_running = "Connecting"
         self._discard = False
+        self._applying_ts = None
         reader: asyncio.Task[None] | None = None
         try:
             self.session.filters = self.applier.filters_for(self.name)
@@ -223,6 +232,7 @@ class Channel:
                 self.applier.skip_counter -= 1
                 # sql_slave_skip_counter: skipped (not counted as a group), position still stored
                 g = Group(end=g.end, events_read=g.events_read)
+            self._applying_ts = g.events[-1].header.timestamp if g.events else None
             fut = loop.run_in_executor(self.executor, self.session.apply, g)
             try:
                 await asyncio.shield(fut)
@@ -239,12 +249,14 @@ class Channel:
             self._applied(g)
 
     def _applied(self, g: Group) -> None:
+        self._applying_ts = None
         self.exec_pos = g.end
         self.counters.applied(g)
         if g.events:
             self.last_event_ts = g.events[-1].header.timestamp
 
     def _sql_error(self, e: ApplyError) -> None:
+        self._applying_ts = None
         self.sql_running = False  # before the error is visible: a status never shows an error with Running Yes
         self.last_sql = (e.code, e.message)
         log.error("channel %r: replication stopped at %s:%d: %s (%d)", self.name, self.exec_pos.file,
@@ -259,7 +271,7 @@ class Channel:
                 ccfg = ClientConfig(
                     src.host, src.port, cfg.server_id or self.applier.config.server_id, src.user, src.password,
                     heartbeat_s=cfg.heartbeat_s, skip_replication=self.applier.skip_mode == "FILTER_ON_MASTER",
-                    gtid=pos.gtid_text() if cfg.gtid else None,
+                    gtid=pos.gtid_text() if cfg.gtid else None, tls=src.tls,
                 )
                 self.io_running = "Connecting"
                 self.io_state = "Connecting to master"
@@ -276,7 +288,7 @@ class Channel:
                         await client.close()
                     raise ReplicationError(2013, "the source ended the binlog dump")
                 except ReplicationError as e:
-                    self.last_io = (e.code, e.message)
+                    self.last_io = (e.code, io_error_text(e))
                     log.warning("channel %r: source error %d: %s%s", self.name, e.code, e.message,
                                 "" if e.fatal else f"; reconnecting in {cfg.retry_s:g} s")
                     if e.fatal:
@@ -430,7 +442,10 @@ class Channel:
         behind: int | None = None
         if sql_running and io_running == "Yes":
             q = self._queue
-            behind = max(0, int(time.time()) - self.last_event_ts) if q is not None and q.qsize() else 0
+            if self._applying_ts is not None:  # the group being applied (a long one: its age grows)
+                behind = max(0, int(time.time()) - self._applying_ts)
+            else:  # caught up: 0; else the age of the last applied event, as MariaDB's last_master_timestamp
+                behind = max(0, int(time.time()) - self.last_event_ts) if q is not None and q.qsize() else 0
         st: dict[str, Any] = {
             "Connection_name": self.name,
             "Slave_IO_State": self.io_state if running else "",
@@ -471,6 +486,15 @@ class Channel:
         if fs is not None:
             st.update(fs.status_columns())
         return st
+
+
+def io_error_text(e: ReplicationError) -> str:
+    """Last_IO_Error as a 10.11 IO thread words a fatal error; other errors keep the client's text."""
+    if e.code == ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE:
+        return f"Replication event checksum verification failed while reading from network. ({e.message})"
+    if e.fatal and e.code < 2000:  # an ERR packet the source sent in the dump (1236...)
+        return f"Got fatal error {e.code} from master when reading data from binary log: '{e.message}'"
+    return e.message
 
 
 def _stmt_end(ev: Event) -> bool:

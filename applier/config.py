@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from binlogd.protocol.tls_options import TLS_PARAMS, TlsOptions, tls_from_params
 from binlogd.server.passwords import (
     URL_PASSWORD_WARNING,
     PasswordError,
@@ -36,7 +37,8 @@ FILTER_OPTIONS: Final = {
 }
 
 PASSWORD_PARAMS: Final = ("password_file", "password_env")  # the password without it being in argv
-CHANNEL_PARAMS: Final = ("gtid", "heartbeat", "retry", "server_id", *PASSWORD_PARAMS)
+ENDPOINT_PARAMS: Final = (*PASSWORD_PARAMS, *TLS_PARAMS)  # ?ssl-ca=FILE&ssl-verify=1 (protocol/tls_options.py)
+CHANNEL_PARAMS: Final = ("gtid", "heartbeat", "retry", "server_id", *ENDPOINT_PARAMS)
 DEFAULT_PORT: Final = 3306
 
 
@@ -53,6 +55,7 @@ class Endpoint:
     port: int
     user: str = "root"
     password: str = field(default="", repr=False)  # never in a log line or SHOW SLAVE STATUS
+    tls: TlsOptions | None = None  # the URL's ssl-* options; None: clear text
 
     def __str__(self) -> str:
         return f"mysql://{self.user}@{self.host}:{self.port}"
@@ -82,13 +85,13 @@ class ApplierConfig:
 
 
 def parse_endpoint(url: str, what: str = "URL", params: dict[str, str] | None = None) -> Endpoint:
-    """mysql://USER[:PASS]@HOST[:PORT][?password_file=PATH|password_env=NAME] (user defaults to root, port to
-    3306; %-escapes allowed). `params`: the query already parsed by the caller (parse_channel), else only the
-    password parameters are accepted."""
+    """mysql://USER[:PASS]@HOST[:PORT][?password_file=PATH|password_env=NAME][&ssl-ca=FILE&ssl-verify=1] (user
+    defaults to root, port to 3306; %-escapes allowed). `params`: the query already parsed by the caller
+    (parse_channel), else only the password and TLS parameters are accepted."""
     base, _, query = url.partition("?")
     shown = mask_url_password(base)
     if params is None:
-        params = _query_params(query, what, PASSWORD_PARAMS)
+        params = _query_params(query, what, ENDPOINT_PARAMS)
     try:
         parts = urlsplit(base)
         port = parts.port
@@ -101,8 +104,12 @@ def parse_endpoint(url: str, what: str = "URL", params: dict[str, str] | None = 
     if parts.path not in ("", "/"):
         raise ConfigError(f"{what} {shown!r}: a database path is not allowed")
     url_password = None if parts.password is None else unquote(parts.password)
+    try:
+        tls = tls_from_params(params)
+    except ValueError as e:
+        raise ConfigError(f"{what} {shown!r}: {e}") from None
     return Endpoint(parts.hostname, port or DEFAULT_PORT, unquote(parts.username or "root"),
-                    _password(url_password, params, what))
+                    _password(url_password, params, what), tls)
 
 
 def _query_params(query: str, what: str, known: tuple[str, ...]) -> dict[str, str]:

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import ssl
 import struct
 import zlib
 from collections.abc import AsyncIterator
@@ -43,8 +44,9 @@ from .constants import (
     HEADER_LEN,
     MAX_PACKET_PAYLOAD,
 )
-from .handshake import CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION
+from .handshake import CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION, CLIENT_SSL
 from .packets import PacketError, PacketReader, frame, parse_err
+from .tls_options import TlsOptions
 
 CLIENT_LONG_PASSWORD = 1
 CLIENT_LONG_FLAG = 1 << 2
@@ -60,6 +62,7 @@ CR_CONN_HOST_ERROR = 2003
 CR_SERVER_LOST = 2013
 CR_MALFORMED_PACKET = 2027
 CR_AUTH_PLUGIN_CANNOT_LOAD = 2059
+CR_SSL_CONNECTION_ERROR = 2026
 FATAL_CODES = frozenset({ER_MASTER_FATAL_ERROR_READING_BINLOG, ER_OUT_OF_RESOURCES,
                          ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE})
 
@@ -99,6 +102,7 @@ class ClientConfig:
     report_port: int = 0
     connect_timeout: float = 10.0  # TCP connect, handshake, and each command-phase reply
     read_timeout: float | None = None  # per dump read; None = 2 * heartbeat_s, or no timeout without heartbeats
+    tls: TlsOptions | None = None  # None: clear text (protocol/tls_options.py: the URL options)
 
     def dump_read_timeout(self) -> float | None:
         if self.read_timeout is not None:
@@ -214,8 +218,12 @@ class ReplicationClient:
         if first[:1] == b"\xff":
             raise self._err(first)
         hs = self.handshake = parse_handshake_v10(first)
+        flags = CLIENT_FLAGS
+        if self.cfg.tls is not None:
+            flags |= CLIENT_SSL
+            await self._start_tls(hs, flags)
         auth = native_password_scramble(self.cfg.password, hs.nonce[:20])
-        resp = struct.pack("<IIB23x", CLIENT_FLAGS, EVENT_MAX_PAYLOAD, UTF8MB4_GENERAL_CI)
+        resp = struct.pack("<IIB23x", flags, EVENT_MAX_PAYLOAD, UTF8MB4_GENERAL_CI)
         resp += self.cfg.user.encode() + b"\0" + bytes((len(auth),)) + auth + NATIVE_PLUGIN.encode() + b"\0"
         self._send(resp, self._packets.expected_seq)
         reply = await self._read_packet()
@@ -229,6 +237,24 @@ class ReplicationClient:
             raise self._err(reply)
         if reply[:1] != b"\x00":
             raise ReplicationError(CR_MALFORMED_PACKET, f"unexpected authentication reply 0x{reply[:1].hex()}")
+
+    async def _start_tls(self, hs: ServerHandshake, flags: int) -> None:
+        """SSLRequest, then the TLS handshake on the same socket (what a replica with MASTER_SSL=1 does); failures
+        are Connector/C's 2026, which a 10.11 replica shows in Last_IO_Error."""
+        assert self.cfg.tls is not None
+        if not hs.capabilities & CLIENT_SSL:
+            raise ReplicationError(CR_SSL_CONNECTION_ERROR, "SSL connection error: SSL is required, but the server "
+                                   "does not support it")
+        try:
+            ctx = self.cfg.tls.context()
+        except ValueError as e:
+            raise ReplicationError(CR_SSL_CONNECTION_ERROR, f"SSL connection error: {e}") from None
+        self._send(struct.pack("<IIB23x", flags, EVENT_MAX_PAYLOAD, UTF8MB4_GENERAL_CI), self._packets.expected_seq)
+        try:
+            await self._writer.start_tls(ctx, server_hostname=self.cfg.host if self.cfg.tls.verify else None)
+        except (ssl.SSLError, OSError) as e:
+            raise ReplicationError(CR_SSL_CONNECTION_ERROR, f"SSL connection error: {e}") from None
+        self._reader._transport = self._writer.transport  # type: ignore[attr-defined]  # flow control over TLS
 
     async def close(self) -> None:
         """Close the socket (COM_QUIT first when the session is still in the command phase)."""

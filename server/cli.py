@@ -7,6 +7,7 @@ import asyncio
 import logging
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,8 @@ from binlogd.protocol.binlog_file import basename_problem
 from binlogd.protocol.decision import Compat
 
 if TYPE_CHECKING:
+    from binlogd.protocol.tls_options import TlsOptions
+
     from .app import ServeConfig
     from .relay.upstream import UpstreamURL
     from .tls import TlsFiles
@@ -95,13 +98,34 @@ def _port(v: str) -> int:
     return n
 
 
-def _upstream_url(v: str) -> UpstreamURL:
+@dataclass(frozen=True)
+class _Upstream:
+    """--upstream: the URL without its query, and the TLS options of its query (protocol/tls_options.py)."""
+
+    url: UpstreamURL
+    tls: TlsOptions | None
+
+
+def _upstream_url(v: str) -> _Upstream:
+    from urllib.parse import parse_qs
+
+    from binlogd.protocol.tls_options import TLS_PARAMS, tls_from_params
+
+    from .passwords import mask_url_password
     from .relay.upstream import parse_upstream_url
 
+    base, _, query = v.partition("?")
     try:
-        return parse_upstream_url(v)
+        url = parse_upstream_url(base)
+        params = {k: vals[-1] for k, vals in parse_qs(query, keep_blank_values=True).items()}
+        unknown = sorted(set(params) - set(TLS_PARAMS))
+        if unknown:
+            raise ValueError(f"unknown URL parameter {unknown[0]!r} (known: {', '.join(TLS_PARAMS)})")
+        return _Upstream(url, tls_from_params(params))
     except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        msg = str(e)
+        raise argparse.ArgumentTypeError(msg if mask_url_password(base) in msg or "://" in msg
+                                         else f"{mask_url_password(base)!r}: {msg}") from None
 
 
 def _size(v: str) -> int:
@@ -241,9 +265,10 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
         "  the first line of --upstream-password-file FILE\n"
         f"  ${UPSTREAM_PASSWORD_ENV}\n"
         "  empty")
-    r.add_argument("--upstream", type=_upstream_url, metavar="mysql://USER[:PASSWORD]@HOST[:PORT]",
+    r.add_argument("--upstream", type=_upstream_url, metavar="mysql://USER[:PASSWORD]@HOST[:PORT][?TLS]",
                    help="the primary to replicate (port default 3306, user default root; %%-escapes allowed: "
-                   "%%40 for @)")
+                   "%%40 for @). TLS: ?ssl-ca=FILE&ssl-verify=1 (also ssl=1, ssl-cert, ssl-key; default clear "
+                   "text), as MASTER_SSL_CA / MASTER_SSL_VERIFY_SERVER_CERT")
     r.add_argument("--upstream-password-file", type=Path, metavar="FILE",
                    help="read the upstream password from FILE's first line (line ending stripped) instead of "
                    "putting it in the URL")
@@ -344,7 +369,7 @@ def _upstream_password(args: argparse.Namespace) -> str:
     """The URL's password, else --upstream-password-file's first line, else $BINLOGD_UPSTREAM_PASSWORD, else ''."""
     from .passwords import URL_PASSWORD_WARNING, PasswordError, password_from_env, read_password_file
 
-    url: UpstreamURL = args.upstream
+    url: UpstreamURL = args.upstream.url
     if url.password is not None and args.upstream_password_file is not None:
         raise UsageError("the upstream password is given twice: in the --upstream URL and --upstream-password-file")
     if url.password is not None:
@@ -381,12 +406,12 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
     _check_faults(args.faults)
     upstream = None
     if args.upstream is not None:
-        u: UpstreamURL = args.upstream
+        u: UpstreamURL = args.upstream.url
         upstream = UpstreamConfig(
             host=u.host, port=u.port, user=u.user, password=_upstream_password(args), server_id=args.server_id,
             heartbeat_s=args.upstream_heartbeat or DEFAULT_UPSTREAM_HEARTBEAT,
             retry_max_s=args.upstream_retry_max or DEFAULT_UPSTREAM_RETRY_MAX,
-            use_gtid=bool(args.upstream_use_gtid))
+            use_gtid=bool(args.upstream_use_gtid), tls=args.upstream.tls)
     standalone = upstream is None and args.binlog_dir is None
     return ServeConfig(
         binlog_dir=args.binlog_dir if args.binlog_dir is not None else (args.datadir or DEFAULT_DATADIR),

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from binlogd.protocol.connection import CR_MALFORMED_PACKET, ClientConfig, ReplicationClient, ReplicationError
 from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE
+from binlogd.protocol.tls_options import TlsOptions
 from binlogd.server.passwords import mask_url_password
 
 from .status import (
@@ -61,6 +62,7 @@ class UpstreamConfig:
     retry_max_s: float = 30.0
     connect_timeout: float = 10.0
     use_gtid: bool = False  # resume with @slave_connect_state = the stored GTID state (MASTER_USE_GTID=slave_pos)
+    tls: TlsOptions | None = None  # --upstream URL's ?ssl-ca=...&ssl-verify=1 (protocol/tls_options.py)
 
     @property
     def label(self) -> str:
@@ -210,7 +212,7 @@ class UpstreamRelay:
         self._filepos_once = False
         client = await ReplicationClient.connect(ClientConfig(
             host=cfg.host, port=cfg.port, server_id=cfg.server_id, user=cfg.user, password=cfg.password,
-            heartbeat_s=cfg.heartbeat_s, connect_timeout=cfg.connect_timeout, gtid=gtid))
+            heartbeat_s=cfg.heartbeat_s, connect_timeout=cfg.connect_timeout, gtid=gtid, tls=cfg.tls))
         try:
             rows = await client.query("SELECT @@GLOBAL.server_id")
             upstream_id = int(rows[0][0] or 0) if rows else 0
