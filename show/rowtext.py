@@ -12,7 +12,9 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
+from binlogd.protocol.checksum import set_crc
 from binlogd.protocol.constants import (
+    CRC_LEN,
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
     DELETE_ROWS_EVENT,
@@ -298,6 +300,10 @@ def _value_typestr(t: int, meta: int) -> bytes:
         return b""
 
 
+def is_compressed(type_code: int) -> bool:
+    return type_code in _COMPRESSED
+
+
 def verbose_rows(type_code: int, body: RowsBody, td: TableDef | None, verbose: int) -> tuple[bytes, int]:
     """The `###` text of one rows event (empty unless `verbose`) and its number of rows (`# Number of rows`)."""
     if td is None:
@@ -344,3 +350,30 @@ def verbose_rows(type_code: int, body: RowsBody, td: TableDef | None, verbose: i
 def backtick_pair(td: TableDef) -> bytes:
     return b"`" + td.db.replace(b"`", b"``") + b"`.`" + td.table.replace(b"`", b"``") + b"`"
 
+
+
+def uncompressed_rows_event(raw: bytes, body: RowsBody, type_code: int, checksum: bool) -> bytes:
+    """row_log_event_uncompress: the event with its rows inflated, the uncompressed type, length and CRC; what
+    mariadb-binlog puts in the BINLOG block of a compressed rows event (log_bin_compress=ON)."""
+    data = body.data
+    width = data[0]
+    p = 1 if width < 251 else 1 + {252: 2, 253: 3, 254: 8}.get(width, 0)
+    if width >= 251:
+        width = int.from_bytes(data[1:p], "little")
+    p += ((width + 7) // 8) * (2 if type_code in _UPDATE else 1)
+    tail = len(data) - p  # the compressed payload, at the end of the body
+    crc = CRC_LEN if checksum else 0
+    prefix = raw[:len(raw) - crc - tail]
+    out = bytearray(prefix + decompress_payload(data[p:], "compressed rows") + bytes(crc))
+    out[4] = _UNCOMPRESSED[type_code]
+    out[9:13] = len(out).to_bytes(4, "little")
+    if checksum:
+        set_crc(out)
+    return bytes(out)
+
+
+_UNCOMPRESSED: Final = {
+    WRITE_ROWS_COMPRESSED_EVENT_V1: WRITE_ROWS_EVENT_V1, UPDATE_ROWS_COMPRESSED_EVENT_V1: UPDATE_ROWS_EVENT_V1,
+    DELETE_ROWS_COMPRESSED_EVENT_V1: DELETE_ROWS_EVENT_V1, WRITE_ROWS_COMPRESSED_EVENT: WRITE_ROWS_EVENT,
+    UPDATE_ROWS_COMPRESSED_EVENT: UPDATE_ROWS_EVENT, DELETE_ROWS_COMPRESSED_EVENT: DELETE_ROWS_EVENT,
+}

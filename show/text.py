@@ -108,7 +108,7 @@ from binlogd.protocol.events import (
 )
 from binlogd.protocol.tables_info import TABLES_INFO_EVENT, format_tables, parse_tables_info
 
-from .rowtext import ROWS_NAMES, TableDef, verbose_rows
+from .rowtext import ROWS_NAMES, TableDef, is_compressed, uncompressed_rows_event, verbose_rows
 
 DELIMITER: Final = b"/*!*/;"
 PROLOGUE: Final = (
@@ -324,7 +324,8 @@ class Printer:
         self._skip_of(ev)
         sv = body.status_vars
         xid = sv.get(Q_XID, 0)
-        out = [self._header(ev), b"\tQuery\tthread_id=%d\texec_time=%d\terror_code=%d\txid=%d\n" % (
+        name = b"Query_compressed" if ev.header.type_code == QUERY_COMPRESSED_EVENT else b"Query"
+        out = [self._header(ev), b"\t" + name + b"\tthread_id=%d\texec_time=%d\terror_code=%d\txid=%d\n" % (
             body.thread_id, body.exec_time, body.error_code, xid if isinstance(xid, int) else 0)]
         if flags & LOG_EVENT_SUPPRESS_USE_F:
             if not is_trans_keyword(body.query, xa):
@@ -550,7 +551,14 @@ class Printer:
         name = ROWS_NAMES.get(ev.header.type_code, b"Rows")
         self._head.append(self._header(ev) + b"\t%s: table id %d%s\n" % (
             name, body.table_id, b" flags: STMT_END_F" if end else b""))
-        self._body.append(_b64(self._raw))
+        raw = self._raw
+        if is_compressed(ev.header.type_code):
+            try:
+                raw = uncompressed_rows_event(raw, body, ev.header.type_code,
+                                              self.checksum_alg == BINLOG_CHECKSUM_ALG_CRC32)
+            except (EventDecodeError, IndexError, ValueError) as e:
+                self._head.append(b"ERROR: uncompress rows failed: %s\n" % str(e).encode())
+        self._body.append(_b64(raw))
         table = self.state.tables.get(body.table_id)
         try:
             text, count = verbose_rows(ev.header.type_code, body, table, self.verbose)
