@@ -23,7 +23,9 @@ Names used from part A (`applier.runner.Applier`): `channels` (name -> Channel w
 `stop_channel(name)`, `reset_channel(name, all)`.
 
 The connection glue (strict handshake, bounded packet reads) is shared with the primary through
-`protocol.sqlserver` (`StrictConnection`, `SafeStream`): reused, not copied, and no import of `server/`.
+`protocol.sqlserver` (`StrictConnection`, `SafeStream`), and so are the logins (`protocol.accounts`: the users
+file format of binlogd's --users, given with --admin-users; without it root with no password from loopback
+only; unknown users get 1045): reused, not copied, and no import of `server/`.
 """
 
 from __future__ import annotations
@@ -37,11 +39,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from binlogd.protocol.accounts import AccountsIdentityProvider
 from binlogd.protocol.constants import ER_MALFORMED_PACKET, ER_UNKNOWN_ERROR
 from binlogd.protocol.packets import err_packet
 from binlogd.protocol.sqlserver import SafeStream, StrictConnection
 from mysql_mimic import types
-from mysql_mimic.auth import SimpleIdentityProvider
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.server import MysqlServer
 from mysql_mimic.session import BaseSession
@@ -55,6 +57,7 @@ from .status import (
     APPLIER_FILTERS_COLUMNS,
     GLOBAL_FILTERS_COLUMNS,
     SLAVE_STATUS_COLUMNS,
+    gtid_slave_pos,
     slave_status_row,
 )
 
@@ -281,10 +284,12 @@ class Admin:
 
     def _status_rows(self, names: list[str], all_slaves: bool) -> Result:
         rows = []
+        slave_pos = gtid_slave_pos(ch.status()["Gtid_Slave_Pos"] for ch in self.applier.channels.values())
         for n in names:
             ch = self._channel(n)
-            rows.append(slave_status_row(n, ch.status(), self.applier.filters.for_channel(n),
-                                         self.applier.skip_counter, all_slaves=all_slaves))
+            st = {**ch.status(), "Gtid_Slave_Pos": slave_pos}
+            rows.append(slave_status_row(n, st, self.applier.filters.for_channel(n), self.applier.skip_counter,
+                                         all_slaves=all_slaves))
         return Result(ALL_SLAVES_COLUMNS if all_slaves else SLAVE_STATUS_COLUMNS, rows)
 
     # the statement dispatcher
@@ -529,8 +534,12 @@ class AdminConnection(StrictConnection):
 
 
 class AdminServer(MysqlServer):
-    def __init__(self, admin: Admin) -> None:
-        super().__init__(session_factory=lambda: AdminSession(admin), identity_provider=SimpleIdentityProvider())
+    """The admin port; logins are checked against `accounts` (a users file, protocol/accounts.py), or root
+    without a password from loopback only."""
+
+    def __init__(self, admin: Admin, accounts: AccountsIdentityProvider | None = None) -> None:
+        super().__init__(session_factory=lambda: AdminSession(admin),
+                         identity_provider=accounts or AccountsIdentityProvider.default())
         self.admin = admin
         self._next_id = 0
 
@@ -558,9 +567,10 @@ class AdminServer(MysqlServer):
                 await writer.wait_closed()
 
 
-async def start_admin(applier: ApplierLike, port: int, host: str = "127.0.0.1") -> AdminServer:
+async def start_admin(applier: ApplierLike, port: int, host: str = "127.0.0.1",
+                      accounts: AccountsIdentityProvider | None = None) -> AdminServer:
     """Listen on host:port (0 = any free port; read it from `server_port(srv)`)."""
-    srv = AdminServer(Admin(applier))
+    srv = AdminServer(Admin(applier), accounts)
     await srv.start_server(host=host, port=port, reuse_address=True)
     log.info("admin port on %s:%d", host, server_port(srv))
     return srv

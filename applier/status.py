@@ -2,16 +2,21 @@
 
 Column names and order are MariaDB 10.11's, without the columns the applier has nothing real for: it has no
 relay log, so Relay_Log_File, Relay_Log_Pos, Relay_Log_Space and Max_relay_log_size are absent (51 / 58
-columns instead of 54 / 62). Every other value comes from the channel (`Channel.status()`, with the
-counters of applier/counters.py) or from `FIXED`: settings the applier does not have, shown as a 10.11 replica
-without them shows them. The Replicate_* columns always come from the channel's `FilterSet`.
+columns instead of 54 / 62). Every other value comes from the channel (`Channel.status()`, with the counters
+of applier/counters.py; Gtid_Slave_Pos merged over the channels) or from `FIXED`: settings the applier does
+not have, shown as a 10.11 replica without them shows them. The Replicate_* columns always come from the
+channel's `FilterSet`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
+from binlogd.protocol.events import Gtid
+
 from .filters import FilterSet
+from .position import Position
 
 SLAVE_STATUS_COLUMNS: tuple[str, ...] = (
     "Slave_IO_State", "Master_Host", "Master_User", "Master_Port", "Connect_Retry", "Master_Log_File",
@@ -45,6 +50,17 @@ FIXED: Final[dict[str, Any]] = {
 
 APPLIER_FILTERS_COLUMNS = ("CHANNEL_NAME", "FILTER_NAME", "FILTER_RULE", "CONFIGURED_BY", "ACTIVE_SINCE", "COUNTER")
 GLOBAL_FILTERS_COLUMNS = ("FILTER_NAME", "FILTER_RULE", "CONFIGURED_BY", "ACTIVE_SINCE")
+
+
+def gtid_slave_pos(channel_positions: Iterable[str]) -> str:
+    """Gtid_Slave_Pos: like MariaDB's global @@gtid_slave_pos, the same in every row: per domain the latest GTID
+    any channel applied (the highest sequence number when two channels share a domain)."""
+    latest: dict[int, Gtid] = {}
+    for text in channel_positions:
+        for domain, g in Position.parse_gtids(text).items():
+            if domain not in latest or g.seq_no > latest[domain].seq_no:
+                latest[domain] = g
+    return Position(gtids=latest).gtid_text()
 
 
 def slave_status_row(

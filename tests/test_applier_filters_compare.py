@@ -320,6 +320,7 @@ def checksums(server: MariaDB) -> tuple[list[str], dict[str, int | None]]:
 # --- the comparison ---------------------------------------------------------------------------------------
 
 FILTER_COLUMNS = [t.status_column for t in FilterType]
+GROUP_COUNTERS = ("Slave_DDL_Groups", "Slave_Non_Transactional_Groups", "Slave_Transactional_Groups")
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[c.name for c in CONFIGS])
@@ -343,6 +344,12 @@ def test_same_tables_as_a_real_multi_source_replica(world: World, cfg: Config) -
     for chan in ("c1", "c2"):
         expected = rule_sets(reg.for_channel(chan).status_columns())
         assert rule_sets(real_status[chan]) == rule_sets(ours[chan]) == expected, chan
+
+    # what MariaDB counts per applied GTID event (filtered statements count, FILTER_ON_* skipped groups do not),
+    # and the replica-wide Gtid_Slave_Pos over both domains
+    for chan in ("c1", "c2"):
+        assert {c: ours[chan][c] for c in GROUP_COUNTERS} == {c: real_status[chan][c] for c in GROUP_COUNTERS}, chan
+        assert ours[chan]["Gtid_Slave_Pos"] == real_status[chan]["Gtid_Slave_Pos"], chan
 
     real_dbs, real_sums = checksums(w.replica)
     our_dbs, our_sums = checksums(w.target)

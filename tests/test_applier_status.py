@@ -8,7 +8,7 @@ except where the two cannot agree by definition (each is said at its assertion).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from tests.harness import MariaDB, free_port
 from tests.harness.applier import ApplierProc, running_applier
 
 HEARTBEAT = 0.5
+ALL = "SHOW ALL SLAVES STATUS"
 
 
 def admin_rows(port: int, sql: str) -> list[dict[str, Any]]:
@@ -50,6 +51,15 @@ def wait_for(what: str, check: Any, timeout: float = 60.0) -> Any:
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.05)
     return got
+
+
+def when(rows: Callable[[], dict[str, Any]], condition: Callable[[dict[str, Any]], bool]
+         ) -> Callable[[], dict[str, Any] | None]:
+    """For wait_for: the status row `rows()` returns once `condition` holds for it."""
+    def check() -> dict[str, Any] | None:
+        st = rows()
+        return st if condition(st) else None
+    return check
 
 
 def both_at(primary: MariaDB, replica: MariaDB, admin_port: int, proc: ApplierProc, *, executed: bool = True
@@ -157,9 +167,9 @@ def test_heartbeats_counted_at_the_same_period(pair: Any) -> None:
     time.sleep(3)
     end, elapsed = counts(), time.monotonic() - t0
     grown = (end[0] - start[0], end[1] - start[1])
-    expected = elapsed / HEARTBEAT
-    # timer-driven on the primary: each count grows by one per period, give or take the edges of the window
-    assert all(expected - 2 <= g <= expected + 1 for g in grown), (grown, expected)
+    # timer-driven on the primary: at most one per period (plus the window's edges) on each connection, about as
+    # many on both (a loaded machine delays both dump threads' timers alike)
+    assert all(2 <= g <= elapsed / HEARTBEAT + 1 for g in grown) and abs(grown[0] - grown[1]) <= 2, (grown, elapsed)
 
 
 def test_sql_error_keeps_the_io_side_reading(pair: Any) -> None:
@@ -177,14 +187,11 @@ def test_sql_error_keeps_the_io_side_reading(pair: Any) -> None:
         primary.execute(f"INSERT INTO d1.t VALUES ({i})")
     ours, real = both_at(primary, replica, port, proc, executed=False)
 
-    def sql_stopped(rows: Any) -> Any:
-        def check() -> dict[str, Any] | None:
-            st = rows()
-            return st if st["Slave_SQL_Running"] == "No" else None
-        return check
+    def sql_stopped(st: dict[str, Any]) -> bool:
+        return bool(st["Slave_SQL_Running"] == "No")
 
-    ours = wait_for("the applier's SQL error", sql_stopped(lambda: admin_rows(port, "SHOW ALL SLAVES STATUS")[0]))
-    real = wait_for("the replica's SQL error", sql_stopped(lambda: real_rows(replica, "SHOW ALL SLAVES STATUS")[0]))
+    ours = wait_for("the applier's SQL error", when(lambda: admin_rows(port, ALL)[0], sql_stopped))
+    real = wait_for("the replica's SQL error", when(lambda: real_rows(replica, ALL)[0], sql_stopped))
     for st in (ours, real):
         assert (st["Slave_IO_Running"], st["Slave_SQL_Running"], st["Last_SQL_Errno"]) == ("Yes", "No", 1062)
         assert (st["Relay_Master_Log_File"], st["Exec_Master_Log_Pos"]) == before
@@ -200,6 +207,35 @@ def test_sql_error_keeps_the_io_side_reading(pair: Any) -> None:
     ours, real = both_at(primary, replica, port, proc)
     assert (ours["Slave_IO_Running"], ours["Slave_SQL_Running"], ours["Last_SQL_Errno"]) == ("Yes", "Yes", 0)
     assert target.query("SELECT id FROM d1.t ORDER BY id") == replica.query("SELECT id FROM d1.t ORDER BY id")
+
+
+def test_fatal_source_error_stops_the_io_side_only(mariadb: Any, harness_dir: Path) -> None:
+    """A position in a binlog the primary does not have: 1236, the IO side stops and the SQL side keeps running
+    (waiting), on the applier as on a real 10.11 replica."""
+    primary = mariadb.primary()
+    replica = mariadb("replica", 2)
+    replica.change_master(primary.host, primary.port, use_gtid="no", log_file="mysql-bin.000099", log_pos=4)
+    replica.start_slave()
+    target = mariadb("target", 3)
+    target.execute("CREATE DATABASE binlogd_apply; CREATE TABLE binlogd_apply.channel_position (channel VARCHAR(64)"
+                   " NOT NULL PRIMARY KEY, log_file VARCHAR(512) NOT NULL, log_pos BIGINT UNSIGNED NOT NULL, gtid_pos"
+                   " TEXT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE"
+                   " CURRENT_TIMESTAMP(6)) ENGINE=InnoDB;"
+                   " INSERT INTO binlogd_apply.channel_position VALUES ('', 'mysql-bin.000099', 4, '', NOW(6))")
+    port = free_port()
+    args = [f"--target=mysql://root@127.0.0.1:{target.port}", f"--admin-port={port}",
+            f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no"]
+    with running_applier(args, harness_dir / "applier.log") as proc:
+        wait_for("the admin port", lambda: "admin port on" in proc.log() or not proc.alive, 30)
+
+        def io_error(st: dict[str, Any]) -> bool:
+            return bool(st["Last_IO_Errno"])
+
+        ours = wait_for("the applier's IO error", when(lambda: admin_rows(port, "SHOW SLAVE STATUS")[0], io_error))
+        real = wait_for("the replica's IO error", when(lambda: real_rows(replica, "SHOW SLAVE STATUS")[0], io_error))
+        columns = ("Slave_IO_Running", "Slave_SQL_Running", "Last_IO_Errno", "Last_IO_Error", "Slave_IO_State")
+        assert [ours[c] for c in columns] == [real[c] for c in columns]
+        assert (ours["Slave_IO_Running"], ours["Slave_SQL_Running"], ours["Last_IO_Errno"]) == ("No", "Yes", 1236)
 
 
 HEALTH_CHECKS = [
