@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .config import (
     FILTER_OPTIONS,
@@ -88,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve the admin SQL port (SHOW SLAVE STATUS, START/STOP SLAVE, CHANGE REPLICATION "
                         "FILTER, ...) on 127.0.0.1:P")
     p.add_argument("--admin-bind", default="127.0.0.1", metavar="ADDR", help="address of the admin port")
+    p.add_argument("--admin-users", type=Path, metavar="FILE",
+                   help="accounts that may log in to the admin port, in binlogd's users-file format (`binlogd "
+                        "passwd` writes a line); default: root without a password, from loopback only")
     p.add_argument("--no-start", action="store_true",
                    help="do not start the channels (start them with START SLAVE on the admin port)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -109,8 +113,10 @@ def config_from_args(args: argparse.Namespace) -> ApplierConfig:
         raise ConfigError("--server-id must be in 1..4294967295")
     if args.admin_port is not None and not 0 <= args.admin_port <= 65535:
         raise ConfigError("--admin-port must be a TCP port (0-65535)")
+    if args.admin_users is not None and args.admin_port is None:
+        raise ConfigError("--admin-users without --admin-port: there is no admin port to log in to")
     return ApplierConfig(target, channels, filters, parse_skip_mode(args.replicate_events_marked_for_skip),
-                         args.admin_port, args.admin_bind, args.server_id)
+                         args.admin_port, args.admin_bind, args.server_id, args.admin_users)
 
 
 def _ordered_filter_options(argv: Sequence[str]) -> list[str]:
@@ -134,10 +140,17 @@ async def run(cfg: ApplierConfig, start: bool = True) -> int:
         return 2
     admin = None
     if cfg.admin_port is not None:
+        from binlogd.protocol.accounts import AccountsIdentityProvider, UsersFileError
+
         from .admin import start_admin
 
         try:
-            admin = await start_admin(applier, cfg.admin_port, cfg.admin_bind)
+            accounts = AccountsIdentityProvider.from_file(cfg.admin_users) if cfg.admin_users else None
+        except UsersFileError as e:
+            print(f"binlogd-apply: --admin-users: {e}", file=sys.stderr)
+            return 2
+        try:
+            admin = await start_admin(applier, cfg.admin_port, cfg.admin_bind, accounts)
         except OSError as e:
             print(f"binlogd-apply: cannot listen on {cfg.admin_bind}:{cfg.admin_port}: {e.strerror}", file=sys.stderr)
             return 2

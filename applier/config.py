@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -82,6 +83,7 @@ class ApplierConfig:
     admin_port: int | None = None
     admin_bind: str = "127.0.0.1"
     server_id: int = 1001
+    admin_users: Path | None = None  # --admin-users: the admin port's accounts (protocol/accounts.py format)
 
 
 def parse_endpoint(url: str, what: str = "URL", params: dict[str, str] | None = None) -> Endpoint:

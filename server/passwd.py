@@ -55,7 +55,7 @@ def run_passwd(account: str, grants: str | None, require_ssl: bool, users: Path 
 
 def _read_password_checked(grants: str | None) -> str:
     if grants is not None:
-        from .privileges import parse_privileges
+        from binlogd.protocol.accounts import parse_privileges
 
         try:
             parse_privileges(grants)  # before asking for a password

@@ -1,6 +1,6 @@
 """What a logged-in user may do, by MariaDB 10.11's privilege names and with its refusal texts.
 
-The users file (server/auth.py) grants each user a set of these; a line without GRANT keeps the meaning every
+The users file (protocol/accounts.py) grants each user a set of these; a line without GRANT keeps the meaning every
 users-file line had before privileges existed: everything. Checked here, in one place each:
 
 - COM_BINLOG_DUMP needs REPLICATION SLAVE (1227), and so does COM_REGISTER_SLAVE (1045 naming the account), as a
@@ -14,56 +14,13 @@ users-file line had before privileges existed: everything. Checked here, in one 
 
 from __future__ import annotations
 
-import enum
-import re
-from collections.abc import Iterable
+from binlogd.protocol.accounts import Priv
 
 from .sql_surface import SqlError, leading_words
 
 ER_DBACCESS_DENIED_ERROR = 1044
 ER_SPECIFIC_ACCESS_DENIED_ERROR = 1227
 ER_TABLEACCESS_DENIED_ERROR = 1142
-
-
-class Priv(enum.Flag):
-    NONE = 0
-    REPLICATION_SLAVE = enum.auto()
-    BINLOG_MONITOR = enum.auto()
-    SLAVE_MONITOR = enum.auto()
-    REPLICATION_MASTER_ADMIN = enum.auto()
-    WRITE = enum.auto()
-    RELOAD = enum.auto()
-    BINLOG_ADMIN = enum.auto()
-    ALL = (REPLICATION_SLAVE | BINLOG_MONITOR | SLAVE_MONITOR | REPLICATION_MASTER_ADMIN | WRITE | RELOAD
-           | BINLOG_ADMIN)
-
-
-_NAMES = {
-    "REPLICATION SLAVE": Priv.REPLICATION_SLAVE,
-    "REPLICATION CLIENT": Priv.BINLOG_MONITOR,  # MariaDB 10.5+: an alias of BINLOG MONITOR
-    "BINLOG MONITOR": Priv.BINLOG_MONITOR,
-    "SLAVE MONITOR": Priv.SLAVE_MONITOR,
-    "REPLICA MONITOR": Priv.SLAVE_MONITOR,
-    "REPLICATION MASTER ADMIN": Priv.REPLICATION_MASTER_ADMIN,
-    "WRITE": Priv.WRITE,
-    "RELOAD": Priv.RELOAD,
-    "BINLOG ADMIN": Priv.BINLOG_ADMIN,
-    "USAGE": Priv.NONE,  # MariaDB's "no privileges"
-    "ALL": Priv.ALL,
-    "ALL PRIVILEGES": Priv.ALL,
-}
-GRANT_NAMES = tuple(_NAMES)
-
-
-def parse_privileges(text: str) -> Priv:
-    """'REPLICATION SLAVE, BINLOG MONITOR' -> flags; ValueError names an unknown one."""
-    privs = Priv.NONE
-    for part in text.split(","):
-        name = " ".join(part.split()).upper()
-        if name not in _NAMES:
-            raise ValueError(f"unknown privilege {part.strip()!r} (known: {', '.join(GRANT_NAMES)})")
-        privs |= _NAMES[name]
-    return privs
 
 
 def _need(*names: str) -> SqlError:
@@ -148,42 +105,3 @@ def _first_table(stmt: object, default_db: str | None) -> tuple[str, str]:
         if t is not None and t.name:
             return t.db or default_db or "", t.name
     return default_db or "", ""
-
-
-# --- accounts' host patterns ----------------------------------------------------------------------------------
-
-
-def host_matches(pattern: str, host: str) -> bool:
-    """MariaDB's account host rule for an address: % and _ wildcards (case-insensitive), IP/NETMASK, and
-    'localhost' for a loopback client (binlogd does not resolve names)."""
-    import ipaddress
-
-    if "/" in pattern:
-        ip, _, mask = pattern.partition("/")
-        try:
-            net = ipaddress.ip_network(f"{ip}/{mask}", strict=False)
-            return ipaddress.ip_address(host.split("%")[0]) in net
-        except ValueError:
-            return False
-    candidates = [host]
-    try:
-        if ipaddress.ip_address(host.split("%")[0]).is_loopback:
-            candidates.append("localhost")
-    except ValueError:
-        pass
-    rx = re.compile("".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern), re.I)
-    return any(rx.fullmatch(h) for h in candidates)
-
-
-def specificity(pattern: str) -> tuple[int, int]:
-    """Sort key: MariaDB tries exact hosts before patterns, and '%' last."""
-    wild = pattern.find("%") if "%" in pattern else pattern.find("_") if "_" in pattern else -1
-    return (0 if wild < 0 else 1 if pattern != "%" else 2, -len(pattern))
-
-
-def best_match(entries: Iterable[tuple[str, object]], host: str) -> object | None:
-    """The entry of the most specific host pattern that matches `host` (entries: (pattern, entry))."""
-    for pattern, entry in sorted(entries, key=lambda pe: specificity(pe[0])):
-        if host_matches(pattern, host):
-            return entry
-    return None

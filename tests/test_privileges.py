@@ -17,8 +17,8 @@ from typing import Any
 
 import pymysql
 import pytest
+from binlogd.protocol.accounts import Priv, host_matches
 from binlogd.server.auth import BinlogdIdentityProvider, UsersFileError, native_hash, parse_line
-from binlogd.server.privileges import Priv, host_matches
 
 from tests.harness import REPO_ROOT
 from tests.tlsca import Certs, make_certs
