@@ -1,10 +1,10 @@
 """A small asyncio replication client: what a MariaDB 10.11 replica's IO thread does on the wire.
 
 Shared by the relay (issue 4) and the applier (issue 6). It owns the socket and the session (handshake with
-mysql_native_password, the text-protocol queries a 10.11 replica sends before the dump, COM_REGISTER_SLAVE,
-COM_BINLOG_DUMP) and yields raw events. All framing and encoding is delegated to the sans-IO codecs in
-this package (packets, commands, checksum, binlog_file, events); this module only adds I/O and the
-per-connection state they need (sequence ids, the current checksum algorithm).
+mysql_native_password or MariaDB's client_ed25519, optionally over TLS; the text-protocol queries a 10.11
+replica sends before the dump, COM_REGISTER_SLAVE, COM_BINLOG_DUMP) and yields raw events. All framing and
+encoding is delegated to the sans-IO codecs in this package (packets, commands, checksum, binlog_file, events);
+this module only adds I/O and the per-connection state they need (sequence ids, the current checksum algorithm).
 
 Errors are all `ReplicationError`. `fatal` follows the 10.11 IO thread: it stops without retrying on 1236
 (ER_MASTER_FATAL_ERROR_READING_BINLOG), 1041 (ER_OUT_OF_RESOURCES) and on an event whose CRC does not
@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Self
 
+from . import ed25519
 from .binlog_file import BinlogFormatError, fde_checksum_alg
 from .checksum import crc_ok
 from .commands import build_binlog_dump, build_register_slave
@@ -229,9 +230,14 @@ class ReplicationClient:
         reply = await self._read_packet()
         if reply[:1] == b"\xfe":  # auth switch request: plugin name NUL, new nonce
             name, _, data = reply[1:].partition(b"\0")
-            if name.decode("ascii", "replace") != NATIVE_PLUGIN:
+            plugin = name.decode("ascii", "replace")
+            if plugin == NATIVE_PLUGIN:
+                answer = native_password_scramble(self.cfg.password, data.rstrip(b"\0")[:20])
+            elif plugin == ed25519.PLUGIN and len(data) >= ed25519.NONCE_BYTES:  # an account IDENTIFIED VIA ed25519
+                answer = await asyncio.to_thread(ed25519.auth_response, self.cfg.password, data)
+            else:
                 raise ReplicationError(CR_AUTH_PLUGIN_CANNOT_LOAD, f"authentication plugin {name!r} not supported")
-            self._send(native_password_scramble(self.cfg.password, data.rstrip(b"\0")[:20]), self._packets.expected_seq)
+            self._send(answer, self._packets.expected_seq)
             reply = await self._read_packet()
         if reply[:1] == b"\xff":
             raise self._err(reply)

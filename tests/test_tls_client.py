@@ -108,3 +108,47 @@ def test_applier_channel_and_target_over_tls(mariadb: Any, tls_primary: Any, cer
                           message=lambda: f"applier log:\n{proc.log()[-3000:]}")
         assert target.query("SELECT a, b FROM d.t ORDER BY a") == [(1, "one"), (2, "two")]
         assert "Traceback" not in proc.log()
+
+
+# ---- client_ed25519 ---------------------------------------------------------------------------------------------
+
+
+def test_ed25519_signature_rfc8032_vector() -> None:
+    from binlogd.protocol.ed25519 import public_key, sign
+
+    seed = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+    assert public_key(seed).hex() == "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+    assert sign(seed, b"").hex() == ("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33"
+                                     "bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b")
+
+
+def test_client_ed25519_against_real_mariadb(mariadb: Any, certs: Certs) -> None:
+    """An account IDENTIFIED VIA ed25519 on a real 10.11 (auth_ed25519 plugin): the replication client logs in
+    (clear text and over verified TLS) and dumps; MariaDB stores the public key our arithmetic derives; a wrong
+    password is 1045."""
+    import asyncio
+    import base64
+
+    from binlogd.protocol.connection import ClientConfig, ReplicationClient, ReplicationError
+    from binlogd.protocol.ed25519 import public_key
+    from binlogd.protocol.tls_options import TlsOptions
+
+    m = mariadb("ed", 1, "--log-bin=mysql-bin", "--plugin-load-add=auth_ed25519", f"--ssl-cert={certs.cert}",
+                f"--ssl-key={certs.key}")
+    m.execute("CREATE USER ed@'%' IDENTIFIED VIA ed25519 USING PASSWORD('s3cret ed');"
+              "GRANT REPLICATION SLAVE ON *.* TO ed@'%'; CREATE DATABASE shop")
+    stored = m.query("SELECT authentication_string FROM mysql.user WHERE user = 'ed'")[0][0]
+    assert stored == base64.b64encode(public_key(b"s3cret ed")).decode().rstrip("=")
+
+    async def first_events(password: str, tls: TlsOptions | None) -> list[bytes]:
+        cfg = ClientConfig(host=m.host, port=m.port, server_id=77, user="ed", password=password, tls=tls)
+        async with await ReplicationClient.connect(cfg) as client:
+            await client.start_dump("mysql-bin.000001", 4, non_blocking=True)
+            return [e async for e in client.events()]
+
+    for tls in (None, TlsOptions(ca=str(certs.ca), verify=True)):
+        evs = asyncio.run(first_events("s3cret ed", tls))
+        assert any(b"CREATE DATABASE shop" in e for e in evs)
+    with pytest.raises(ReplicationError) as ei:
+        asyncio.run(first_events("wrong", None))
+    assert ei.value.code == 1045 and "Access denied for user 'ed'" in ei.value.message
