@@ -188,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "CLIENT (BINLOG MONITOR), SLAVE MONITOR, REPLICATION MASTER ADMIN, WRITE, RELOAD, BINLOG ADMIN, "
                     "USAGE, ALL (default: ALL)")
     pw.add_argument("--require-ssl", action="store_true", help="the account may log in over TLS only (default off)")
+    pw.add_argument("--ed25519", action="store_true",
+                    help="store the password as MariaDB's ed25519 public key (IDENTIFIED VIA ed25519) instead of a "
+                    "mysql_native_password hash (default off)")
     pw.add_argument("--users", type=Path, metavar="FILE", help="users file to update (default: print the line)")
     d = sub.add_parser("demo-dir", help="write a small demo binlog directory (for `binlogd serve --binlog-dir`)",
                        description="Write mysql-bin.000001, mysql-bin.000002 and mysql-bin.index into DIR: what a "
@@ -446,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         from .passwd import PasswdError, run_passwd
 
         try:
-            print(run_passwd(args.account, args.grant, args.require_ssl, args.users))
+            print(run_passwd(args.account, args.grant, args.require_ssl, args.users, args.ed25519))
         except PasswdError as e:
             print(f"binlogd passwd: {e}", file=sys.stderr)
             return 2

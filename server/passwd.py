@@ -1,7 +1,8 @@
 """`binlogd passwd`: one users-file line with the password as MariaDB stores it, printed or put into the file.
 
-Why a helper: the users file holds mysql_native_password hashes (what `SELECT PASSWORD('...')` gives), which
-nobody should compute by hand, and the clear-text password must reach neither the file nor the command line.
+Why a helper: the users file holds mysql_native_password hashes (what `SELECT PASSWORD('...')` gives) or
+ed25519 public keys (`SELECT ed25519_password('...')`), which nobody should compute by hand, and the clear-text
+password must reach neither the file nor the command line.
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ def _account(text: str) -> tuple[str, str]:
     return name, host
 
 
-def run_passwd(account: str, grants: str | None, require_ssl: bool, users: Path | None) -> str:
+def run_passwd(account: str, grants: str | None, require_ssl: bool, users: Path | None,
+               use_ed25519: bool = False) -> str:
     """The line for `account`; with `users`, that file updated (atomically, its mode kept, 0600 when new)."""
     name, host = _account(account)
     try:
-        line = format_entry(name, host, _read_password_checked(grants), grants, require_ssl)
+        line = format_entry(name, host, _read_password_checked(grants), grants, require_ssl, use_ed25519)
     except ValueError as e:
         raise PasswdError(str(e)) from None
     if users is not None:

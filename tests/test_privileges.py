@@ -176,7 +176,8 @@ def test_users_file_lines() -> None:
     assert parse_line("old:pa ss:word", "f:2").privileges == Priv.ALL  # type: ignore[union-attr]
     for bad, why in (("u:secret GRANT REPLICATION SLAVE", "need the password as a hash"),
                      (f"u:{native_hash('x')} GRANT SUPERPOWERS", "unknown privilege 'SUPERPOWERS'"),
-                     (f"u:{native_hash('x')} WHATEVER", "only GRANT"), ("nocolon", "expected USER")):
+                     (f"u:{native_hash('x')} WHATEVER", "only GRANT"), ("nocolon", "expected USER"),
+                     ("u:ed25519:c2hvcnQ GRANT ALL", "32-byte public key")):
         with pytest.raises(UsersFileError, match=why):
             parse_line(bad, "f:3")
     assert host_matches("10.0.%", "10.0.3.4") and not host_matches("10.0.%", "10.1.0.1")
@@ -235,3 +236,7 @@ def test_passwd_refuses_bad_input(tmp_path: Path) -> None:
     assert res.returncode == 2 and "password" in res.stderr
     ok = passwd("x@'10.0.%'", "--require-ssl", stdin="pw\n")
     assert ok.returncode == 0 and ok.stdout.strip() == f"x@10.0.%:{native_hash('pw')} REQUIRE SSL"
+    ed = passwd("--ed25519", "--grant", "REPLICATION SLAVE", "e", stdin="pw\n")
+    entry = parse_line(ed.stdout, "passwd")
+    assert ed.returncode == 0 and entry is not None and entry.plugin == "ed25519"
+    assert entry.privileges == Priv.REPLICATION_SLAVE and "pw" not in ed.stdout.replace("ed25519", "")

@@ -152,3 +152,57 @@ def test_client_ed25519_against_real_mariadb(mariadb: Any, certs: Certs) -> None
     with pytest.raises(ReplicationError) as ei:
         asyncio.run(first_events("wrong", None))
     assert ei.value.code == 1045 and "Access denied for user 'ed'" in ei.value.message
+
+
+def test_binlogd_serves_ed25519_accounts(binlogd_factory: Any, mariadb: Any, tmp_path: Path) -> None:
+    """An ed25519 account in binlogd's users file (the public key a real 10.11 stores for the same password): a
+    real replica, the mariadb CLI (its client_ed25519 plugin) and binlogd's own client log in; a wrong password is
+    1045 with the text a real 10.11 gives for its own ed25519 account."""
+    import subprocess
+
+    from binlogd.protocol.accounts import ed25519_string
+
+    from binlogd.testing.mariadb import find_binary
+
+    real = mariadb("edref", 1, "--plugin-load-add=auth_ed25519")
+    real.execute("CREATE USER ed@'%' IDENTIFIED VIA ed25519 USING PASSWORD('ed pw')")
+    stored = real.query("SELECT authentication_string FROM mysql.user WHERE user = 'ed'")[0][0]
+    assert ed25519_string("ed pw") == f"ed25519:{stored}"
+    users = tmp_path / "users"
+    users.write_text(f"root@localhost:''\ned:{ed25519_string('ed pw')} GRANT REPLICATION SLAVE, BINLOG MONITOR\n")
+    server = binlogd_factory.standalone(["--users", str(users)])
+    server.execute("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY); INSERT INTO shop.t VALUES (5)")
+
+    def cli(target: Any, password: str) -> subprocess.CompletedProcess[str]:
+        binary = find_binary("mariadb")
+        assert binary is not None
+        return subprocess.run([binary, "--no-defaults", "-h127.0.0.1", f"-P{target.port}", "-ued", f"-p{password}",
+                               "-N", "-e", "SELECT CURRENT_USER()"], capture_output=True, text=True, timeout=30)
+
+    ok = cli(server, "ed pw")
+    assert ok.returncode == 0, ok.stderr
+    bad, bad_real = cli(server, "nope"), cli(real, "nope")
+    assert bad.returncode != 0 and "ERROR 1045" in bad.stderr
+    assert bad.stderr.replace("'@'127.0.0.1'", "'@'localhost'").split(" (28000)")[-1] == \
+        bad_real.stderr.split(" (28000)")[-1]
+    # the server package's plugin directory lacks the client side; the client library's has it
+    client_plugin = next(Path("/usr/lib").rglob("client_ed25519.so"))
+    r = mariadb("edreplica", 2, f"--plugin-dir={client_plugin.parent}")
+    r.change_master(server.host, server.port, user="ed", password="ed pw")
+    r.master = server
+    r.start_slave()
+    r.wait_caught_up(timeout=30)
+    assert r.query("SHOW TABLES FROM shop") == [("t",)]
+
+
+    import asyncio
+
+    from binlogd.protocol.connection import ClientConfig, ReplicationClient
+
+    async def own_client() -> list[bytes]:
+        cfg = ClientConfig(host=server.host, port=server.port, server_id=78, user="ed", password="ed pw")
+        async with await ReplicationClient.connect(cfg) as client:
+            await client.start_dump("mysql-bin.000001", 4, non_blocking=True)
+            return [e async for e in client.events()]
+
+    assert any(b"INSERT INTO shop.t VALUES (5)" in e for e in asyncio.run(own_client()))
