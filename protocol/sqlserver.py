@@ -221,6 +221,7 @@ class StrictConnection(Connection):
             check_change_user(data, int(self.capabilities))
         except HandshakeError as e:
             raise MysqlError(f"Malformed communication packet ({e})", ER_MALFORMED_PACKET) from e  # type: ignore[arg-type]
+        self.session.username = None  # mimic keeps the previous user when the new login fails
         await super().handle_change_user(data)
         if self.session.username is None:  # mimic answered access denied: do not keep a half-authenticated session
             raise ConnectionClosed()

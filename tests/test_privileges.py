@@ -240,3 +240,18 @@ def test_passwd_refuses_bad_input(tmp_path: Path) -> None:
     entry = parse_line(ed.stdout, "passwd")
     assert ed.returncode == 0 and entry is not None and entry.plugin == "ed25519"
     assert entry.privileges == Priv.REPLICATION_SLAVE and "pw" not in ed.stdout.replace("ed25519", "")
+
+
+def test_change_user_to_a_require_ssl_account_in_clear_text_is_refused(pair: tuple[Any, Any]) -> None:
+    """COM_CHANGE_USER is a login too: REQUIRE SSL refuses it in clear text (1045) and the session does not go on
+    as the previous user."""
+    _, ours = pair
+    conn = login(ours, "mon")
+    payload = b"tlsrepl\0\0\0" + (45).to_bytes(2, "little") + b"mysql_native_password\0\0"  # no attributes
+    conn._execute_command(0x11, payload)
+    with pytest.raises(pymysql.err.OperationalError) as ei:
+        conn._read_packet()
+    assert ei.value.args == (1045, "Access denied for user 'tlsrepl'@'127.0.0.1' (using password: NO)")
+    with pytest.raises(pymysql.err.MySQLError):
+        conn.query("SELECT 1")
+    conn.close()
