@@ -3,9 +3,9 @@
 Column names and order are MariaDB 10.11's, without the columns the applier has nothing real for: it has no
 relay log, so Relay_Log_File, Relay_Log_Pos, Relay_Log_Space and Max_relay_log_size are absent (51 / 58
 columns instead of 54 / 62). Every other value comes from the channel (`Channel.status()`, with the counters
-of applier/counters.py; Gtid_Slave_Pos merged over the channels) or from `FIXED`: settings the applier does
-not have, shown as a 10.11 replica without them shows them. The Replicate_* columns always come from the
-channel's `FilterSet`.
+of applier/counters.py; Gtid_Slave_Pos merged over the channels; Master_SSL_* from its source URL) or from
+`FIXED`: settings the applier does not have, shown as a 10.11 replica without them shows them. The Replicate_*
+columns always come from the channel's `FilterSet`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from binlogd.protocol.events import Gtid
+from binlogd.protocol.tls_options import TlsOptions
 
 from .filters import FilterSet
 from .position import Position
@@ -39,10 +40,8 @@ ALL_SLAVES_COLUMNS: tuple[str, ...] = (
 FIXED: Final[dict[str, Any]] = {
     # no START SLAVE UNTIL
     "Until_Condition": "None", "Until_Log_File": "", "Until_Log_Pos": 0,
-    # the source connection has no TLS (protocol/connection.py)
-    "Master_SSL_Allowed": "No", "Master_SSL_CA_File": "", "Master_SSL_CA_Path": "", "Master_SSL_Cert": "",
-    "Master_SSL_Cipher": "", "Master_SSL_Key": "", "Master_SSL_Verify_Server_Cert": "No", "Master_SSL_Crl": "",
-    "Master_SSL_Crlpath": "",
+    # the TLS options the applier does not have (the others: ssl_columns)
+    "Master_SSL_CA_Path": "", "Master_SSL_Cipher": "", "Master_SSL_Crl": "", "Master_SSL_Crlpath": "",
     # no IGNORE_SERVER_IDS, DO/IGNORE_DOMAIN_IDS or MASTER_DELAY; one group at a time per channel
     "Replicate_Ignore_Server_Ids": "", "Replicate_Do_Domain_Ids": "", "Replicate_Ignore_Domain_Ids": "",
     "SQL_Delay": 0, "SQL_Remaining_Delay": None, "Parallel_Mode": "none",
@@ -50,6 +49,18 @@ FIXED: Final[dict[str, Any]] = {
 
 APPLIER_FILTERS_COLUMNS = ("CHANNEL_NAME", "FILTER_NAME", "FILTER_RULE", "CONFIGURED_BY", "ACTIVE_SINCE", "COUNTER")
 GLOBAL_FILTERS_COLUMNS = ("FILTER_NAME", "FILTER_RULE", "CONFIGURED_BY", "ACTIVE_SINCE")
+
+
+def ssl_columns(tls: TlsOptions | None) -> dict[str, Any]:
+    """Master_SSL_* of a channel whose source URL has these ssl-* options (None: clear text), as MASTER_SSL=1,
+    MASTER_SSL_CA/CERT/KEY and MASTER_SSL_VERIFY_SERVER_CERT show them."""
+    return {
+        "Master_SSL_Allowed": "No" if tls is None else "Yes",
+        "Master_SSL_CA_File": (tls and tls.ca) or "",
+        "Master_SSL_Cert": (tls and tls.cert) or "",
+        "Master_SSL_Key": (tls and tls.key) or "",
+        "Master_SSL_Verify_Server_Cert": "Yes" if tls is not None and tls.verify else "No",
+    }
 
 
 def gtid_slave_pos(channel_positions: Iterable[str]) -> str:

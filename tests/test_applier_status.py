@@ -238,6 +238,35 @@ def test_fatal_source_error_stops_the_io_side_only(mariadb: Any, harness_dir: Pa
         assert (ours["Slave_IO_Running"], ours["Slave_SQL_Running"], ours["Last_IO_Errno"]) == ("No", "Yes", 1236)
 
 
+def test_tls_channel_shows_its_ssl_settings(mariadb: Any, harness_dir: Path) -> None:
+    """A channel asking for verified TLS (`?ssl=1&ssl-verify=1`) from a primary without TLS: Master_SSL_* as a
+    real 10.11 replica with MASTER_SSL=1, MASTER_SSL_VERIFY_SERVER_CERT=1 shows them, and both fail with 2026.
+
+    (Without the verification a 10.11 replica falls back to clear text when the primary has no TLS; the applier
+    refuses: issue 15's rule in protocol/connection.py.)"""
+    primary = mariadb.primary()
+    replica = mariadb("replica", 2)
+    replica.change_master(primary.host, primary.port, use_gtid="slave_pos")
+    replica.query("CHANGE MASTER TO MASTER_SSL=1, MASTER_SSL_VERIFY_SERVER_CERT=1")
+    replica.start_slave()
+    target = mariadb("target", 3)
+    port = free_port()
+    args = [f"--target=mysql://root@127.0.0.1:{target.port}", f"--admin-port={port}",
+            f"--channel==mysql://root@127.0.0.1:{primary.port}?ssl=1&ssl-verify=1"]
+    with running_applier(args, harness_dir / "applier.log") as proc:
+        wait_for("the admin port", lambda: "admin port on" in proc.log() or not proc.alive, 30)
+
+        def io_error(st: dict[str, Any]) -> bool:
+            return bool(st["Last_IO_Errno"])
+
+        ours = wait_for("the applier's IO error", when(lambda: admin_rows(port, "SHOW SLAVE STATUS")[0], io_error))
+        real = wait_for("the replica's IO error", when(lambda: real_rows(replica, "SHOW SLAVE STATUS")[0], io_error))
+    columns = [c for c in real if c.startswith("Master_SSL")] + ["Last_IO_Errno"]
+    assert {c: ours[c] for c in columns} == {c: real[c] for c in columns}
+    assert (ours["Master_SSL_Allowed"], ours["Master_SSL_Verify_Server_Cert"], ours["Last_IO_Errno"]) == (
+        "Yes", "Yes", 2026)
+
+
 HEALTH_CHECKS = [
     "SELECT 1",
     "select 1 from dual",
