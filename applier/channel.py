@@ -31,7 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
 from binlogd.protocol.connection import (
-    ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
     ClientConfig,
     ReplicationClient,
     ReplicationError,
@@ -289,7 +288,7 @@ class Channel:
                         await client.close()
                     raise ReplicationError(2013, "the source ended the binlog dump")
                 except ReplicationError as e:
-                    self.last_io = (e.code, io_error_text(e))
+                    self.last_io = (e.code, e.io_error_text())
                     log.warning("channel %r: source error %d: %s%s", self.name, e.code, e.message,
                                 "" if e.fatal else f"; reconnecting in {cfg.retry_s:g} s")
                     if e.fatal:
@@ -490,13 +489,6 @@ class Channel:
         return st
 
 
-def io_error_text(e: ReplicationError) -> str:
-    """Last_IO_Error as a 10.11 IO thread words a fatal error; other errors keep the client's text."""
-    if e.code == ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE:
-        return f"Replication event checksum verification failed while reading from network. ({e.message})"
-    if e.fatal and e.code < 2000:  # an ERR packet the source sent in the dump (1236...)
-        return f"Got fatal error {e.code} from master when reading data from binary log: '{e.message}'"
-    return e.message
 
 
 def _stmt_end(ev: Event) -> bool:

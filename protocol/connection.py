@@ -83,6 +83,15 @@ class ReplicationError(Exception):
         self.message = message
         self.fatal = code in FATAL_CODES if fatal is None else fatal
 
+    def io_error_text(self) -> str:
+        """Last_IO_Error as a 10.11 IO thread words this error: a CRC failure, a fatal ERR packet the source sent in
+        the dump (1236...); other errors keep the client's own text."""
+        if self.code == ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE:
+            return f"Replication event checksum verification failed while reading from network. ({self.message})"
+        if self.fatal and self.code < 2000:
+            return f"Got fatal error {self.code} from master when reading data from binary log: '{self.message}'"
+        return self.message
+
 
 @dataclass
 class ClientConfig:

@@ -167,8 +167,7 @@ class UpstreamRelay:
                     attempt = 0
                 except ReplicationError as e:
                     if e.code == ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE:
-                        self._stop_with(e.code, "Replication event checksum verification failed while reading "
-                                                f"from network. ({e.message})")
+                        self._stop_with(e.code, e.io_error_text())
                         return
                     if e.fatal and e.code == CR_MALFORMED_PACKET and st.io_running == "Yes":
                         # an event the client refused (its length, a bad FDE): MariaDB's IO thread fails to queue it
@@ -176,8 +175,7 @@ class UpstreamRelay:
                                         f"queue event from master ({e.message})")
                         return
                     if e.fatal:
-                        self._stop_with(e.code, f"Got fatal error {e.code} from master when reading data from "
-                                                f"binary log: '{e.message}'")
+                        self._stop_with(e.code, e.io_error_text())
                         return
                     log.warning("relay: reading from %s failed (%s), reconnecting at %s:%d", cfg.label, e,
                                 *self.storage.resume_point())
