@@ -22,7 +22,7 @@ class Progress:
             from rich.progress import Progress as RichProgress
 
             self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                                     transient=True, console=_stderr_console())
+                                     transient=True, console=_stderr_console(force=mode == "on"))
             self._task = self._bar.add_task("reading", total=total)
             self._bar.start()
 
@@ -43,7 +43,7 @@ class Progress:
             self._bar = None
 
 
-def _stderr_console() -> Any:
+def _stderr_console(force: bool) -> Any:
     from rich.console import Console
 
-    return Console(file=sys.stderr)
+    return Console(file=sys.stderr, force_terminal=force or None)

@@ -30,13 +30,13 @@ from binlogd.protocol.constants import (
     MAX_EVENT_SIZE,
     ROTATE_EVENT,
 )
-from binlogd.protocol.events import Event, EventDecodeError, parse_event, parse_header
+from binlogd.protocol.events import Event, EventDecodeError, UnknownBody, parse_event, parse_header
 from binlogd.protocol.tables_info import TABLES_INFO_EVENT
 
 # The types a MariaDB 10.11 reader knows (types 0..38 and 160..171 of its FDE) plus binlogd's own Tables_info.
 _KNOWN_MAX_MYSQL: int = 38
 _KNOWN_MARIADB: range = range(160, 172)
-_CHUNK = 1 << 20
+_FDE_FIXED = 2 + 50 + 4 + 1  # binlog version, server version, created, header length
 
 
 class ReadError(Exception):
@@ -68,22 +68,41 @@ def known_type(type_code: int) -> bool:
     return type_code <= _KNOWN_MAX_MYSQL or type_code in _KNOWN_MARIADB or type_code == TABLES_INFO_EVENT
 
 
-def check_event(file: str, pos: int, raw: bytes, checksum_alg: int) -> Event:
-    """Decode one event, checking its CRC and type as mariadb-binlog's reader does (ReadError on a bad one)."""
+def check_event(file: str, pos: int, raw: bytes, checksum_alg: int, fde_types: int = 171, *,
+                force: bool = False, warn: Warn = _stderr) -> Event:
+    """Decode one event, checking its CRC and type as mariadb-binlog's reader does (ReadError on a bad one).
+
+    A type beyond the FDE's table (even with the ignorable flag) or an unknown one without that flag is an error;
+    with `force` it becomes an unknown event (printed as `# Unknown event`, as mariadb-binlog --force-read does).
+    """
     header = parse_header(raw)
     has_crc = header.type_code == FORMAT_DESCRIPTION_EVENT or checksum_alg == BINLOG_CHECKSUM_ALG_CRC32
     if has_crc and not crc_ok(raw):
         stored = int.from_bytes(raw[-CRC_LEN:], "little")
         raise ReadError(f"{file}: event at position {pos} (type {header.type_code}, {len(raw)} bytes) fails its "
                         f"CRC32 check (stored 0x{stored:08x}): the file is corrupt")
-    if not known_type(header.type_code) and not header.flags & LOG_EVENT_IGNORABLE_F:
-        raise ReadError(f"{file}: event at position {pos} has unknown type {header.type_code} without the "
-                        "ignorable flag (0x80); a MariaDB 10.11 reader stops here (--force-read skips it)")
+    t = header.type_code
+    beyond = t > fde_types
+    if beyond or (not known_type(t) and not header.flags & LOG_EVENT_IGNORABLE_F):
+        why = (f"type {t} is beyond the {fde_types} event types its Format_description event declares" if beyond
+               else f"unknown type {t} without the ignorable flag (0x80)")
+        if not force:
+            raise ReadError(f"{file}: event at position {pos}: {why}; a MariaDB 10.11 reader stops here "
+                            "(--force-read prints it as an unknown event and goes on)")
+        warn(f"{file}: event at position {pos}: {why}; printed as an unknown event (--force-read)")
+        body = raw[HEADER_LEN:len(raw) - (CRC_LEN if has_crc else 0)]
+        return Event(header, UnknownBody(t, body, False), int.from_bytes(raw[-CRC_LEN:], "little") if has_crc
+                     else None)
     try:
         return parse_event(raw, checksum_alg)
     except EventDecodeError as e:
-        name = EVENT_TYPE_NAMES.get(header.type_code, f"type {header.type_code}")
+        name = EVENT_TYPE_NAMES.get(t, f"type {t}")
         raise ReadError(f"{file}: event at position {pos} ({name}) cannot be decoded: {e}") from None
+
+
+def fde_event_types(fde: bytes) -> int:
+    """The number of event types a Format_description event declares (its post-header table's length)."""
+    return max(len(fde) - HEADER_LEN - _FDE_FIXED - 1 - CRC_LEN, 0)
 
 
 def read_file(path: Path, *, start: int = BIN_LOG_HEADER_SIZE, force: bool = False, warn: Warn = _stderr,
@@ -100,6 +119,7 @@ def read_file(path: Path, *, start: int = BIN_LOG_HEADER_SIZE, force: bool = Fal
             raise ReadError(f"{path}: not a binlog file (no \\xfebin magic at position 0)")
         pos = BIN_LOG_HEADER_SIZE
         checksum_alg = BINLOG_CHECKSUM_ALG_OFF
+        fde_types = 171
         first = True
         while pos < size:
             fh.seek(pos)
@@ -119,8 +139,9 @@ def read_file(path: Path, *, start: int = BIN_LOG_HEADER_SIZE, force: bool = Fal
                 if header.type_code != FORMAT_DESCRIPTION_EVENT:
                     raise ReadError(f"{name}: the first event (position {pos}) is not a Format_description event")
                 checksum_alg = raw[-CRC_LEN - 1]
+                fde_types = fde_event_types(raw)
             try:
-                ev = check_event(name, pos, raw, checksum_alg)
+                ev = check_event(name, pos, raw, checksum_alg, fde_types, force=force, warn=warn)
             except ReadError as e:
                 if not force or first:
                     raise
@@ -169,6 +190,7 @@ async def read_remote(src: RemoteSource, *, force: bool = False, warn: Warn = _s
     checksum_alg = BINLOG_CHECKSUM_ALG_OFF
     pos = src.start
     seen_file = seen_fde = False
+    fde_types = 171
     try:
         await client.start_dump(src.file, src.start, non_blocking=not src.stop_never)
         async for raw in client.events():
@@ -184,10 +206,10 @@ async def read_remote(src: RemoteSource, *, force: bool = False, warn: Warn = _s
                 file, pos, seen_file = name, int.from_bytes(body[:8], "little"), True
                 continue
             if header.type_code == FORMAT_DESCRIPTION_EVENT:
-                checksum_alg, seen_fde = raw[-CRC_LEN - 1], True
+                checksum_alg, seen_fde, fde_types = raw[-CRC_LEN - 1], True, fde_event_types(raw)
             start = header.log_pos - header.event_length if header.log_pos else pos
             try:
-                ev = check_event(file, start, raw, checksum_alg)
+                ev = check_event(file, start, raw, checksum_alg, fde_types, force=force, warn=warn)
             except ReadError as e:
                 if not force:
                     raise

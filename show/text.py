@@ -51,7 +51,6 @@ from binlogd.protocol.constants import (
     INTVAR_LAST_INSERT_ID,
     LOG_EVENT_ARTIFICIAL_F,
     LOG_EVENT_BINLOG_IN_USE_F,
-    LOG_EVENT_IGNORABLE_F,
     LOG_EVENT_SKIP_REPLICATION_F,
     LOG_EVENT_SUPPRESS_USE_F,
     LOG_EVENT_THREAD_SPECIFIC_F,
@@ -511,8 +510,8 @@ class Printer:
     def _unknown(self, ev: Event) -> None:
         """An unknown type: ignorable ones as mariadb-binlog's Ignorable_log_event, others (--force-read) as
         Unknown_log_event."""
-        if ev.header.flags & LOG_EVENT_IGNORABLE_F:
-            self.out.write(self._header(ev) + b"\tIgnorable\n# Ignorable event type %d (<unknown>)\n"
+        if isinstance(ev.body, UnknownBody) and ev.body.ignorable:
+            self.out.write(self._header(ev) + b"\tIgnorable\n# Ignorable event type %d (Unknown)\n"
                            % ev.header.type_code)
         else:
             self.out.write(self._header(ev) + b"\n# Unknown event\n")
