@@ -2,6 +2,11 @@
 `binlogd serve --binlog-dir` read, every left-out event replaced by a same-length dummy (protocol.rewrite, MariaDB's
 own Query_log_event::dummy_event) so that every position of the input stays valid.
 
+A group's frame is never replaced: its GTID, its end (XID, XA PREPARE, a COMMIT/ROLLBACK query) and BEGIN stay as
+stored, so a left-out group becomes an empty group with its GTID, as a filtering replica records it. (A dummy GTID
+or XID would not do: an XID has room only for a User_var dummy, which a replica takes for the start of a statement
+and then reports "Incomplete event group" at the next GTID; checked with a real 10.11 replica.)
+
 One input file: PATH is the output file. Several (or PATH an existing directory): PATH is a directory that gets
 each file under its own name plus NAME.index. Reading stops where the ranges stop: the output ends there too.
 """
@@ -13,18 +18,26 @@ from typing import BinaryIO
 
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
+    BINLOG_CHECKPOINT_EVENT,
     BINLOG_CHECKSUM_ALG_CRC32,
     BINLOG_MAGIC,
     CRC_LEN,
     FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
     ROTATE_EVENT,
+    XA_PREPARE_LOG_EVENT,
+    XID_EVENT,
 )
+from binlogd.protocol.events import QueryBody
 from binlogd.protocol.rewrite import RewriteError, dummy_event
 
 from .reader import Item, ReadError
+from .text import is_trans_keyword
 
-# Events kept even when left out: the file's frame (a replica needs the FDE; Rotate names the next file).
-_FRAME = frozenset({FORMAT_DESCRIPTION_EVENT, ROTATE_EVENT})
+# Events kept as stored even when left out: the file's frame and each group's.
+_FRAME = frozenset({FORMAT_DESCRIPTION_EVENT, ROTATE_EVENT, GTID_EVENT, XID_EVENT, XA_PREPARE_LOG_EVENT,
+                    GTID_LIST_EVENT, BINLOG_CHECKPOINT_EVENT})
 
 
 class BinlogOutput:
@@ -69,7 +82,9 @@ class BinlogOutput:
         if t == FORMAT_DESCRIPTION_EVENT:
             self._checksum = item.raw[-CRC_LEN - 1] == BINLOG_CHECKSUM_ALG_CRC32
         raw = item.raw
-        if not keep and t not in _FRAME:
+        body = item.event.body
+        frame = t in _FRAME or (isinstance(body, QueryBody) and is_trans_keyword(body.query, True))
+        if not keep and not frame:
             try:
                 raw = dummy_event(item.raw, self._checksum)
                 self.dummies += 1

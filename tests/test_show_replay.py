@@ -1,6 +1,7 @@
 """`binlogd show FILES | mariadb` against `mariadb-binlog FILES | mariadb` on a real MariaDB 10.11 primary (MIXED
 format, annotate on): same tables, the skip flag (WL#234) on the same GTIDs of the target's binlog, and
-`--skip-flagged` equal to what a real FILTER_ON_SLAVE replica applies.
+`--skip-flagged` equal to what a real FILTER_ON_SLAVE replica applies (replayed, and as --output-binlog files served
+by binlogd to a plain replica).
 
 The workload has flagged statements (autocommit, in a transaction, a DDL, a statement-format INSERT), row changes
 (UUID() makes MIXED log rows), RENAME chains, CREATE ... LIKE / ... SELECT, user variables, RAND and LAST_INSERT_ID,
@@ -83,18 +84,27 @@ def test_replay_equals_mariadb_binlog_and_keeps_the_flag(mariadb, recorded: tupl
     assert text.count(b"SET skip_replication=1") == 3  # printed only when the flag changes: three flagged runs
 
 
-def test_skip_flagged_equals_a_filter_on_slave_replica(mariadb, recorded: tuple[MariaDB, list[Path]]) -> None:
+def test_skip_flagged_equals_a_filter_on_slave_replica(mariadb, binlogd, harness_dir: Path,
+                                                        recorded: tuple[MariaDB, list[Path]]) -> None:
     primary, files = recorded
-    replica, target = _start(mariadb, [("replica", 31, ()), ("target", 32, ())])
+    replica, target, downstream = _start(mariadb, [("replica", 31, ()), ("target", 32, ()), ("downstream", 33, ())])
     replica.change_master(primary.host, primary.port, log_file="mysql-bin.000001", log_pos=4)
     replica.set_skip_mode("FILTER_ON_SLAVE")
     replica.start_slave()
     replica.wait_caught_up(primary)
 
-    text = show("--skip-flagged", *files).stdout
+    out = harness_dir / "unflagged"
+    text = show("--skip-flagged", "--output-binlog", out, *files).stdout
     assert b"skip_replication" not in text
     replay(target, text)
     got = target.table_checksums(DBS)
     assert got == replica.table_checksums(DBS)
     assert "d.fl" not in got  # the flagged CREATE TABLE is left out by both
     assert got != primary.table_checksums(DBS)
+
+    # the --output-binlog files (flagged groups as same-length dummies) served by binlogd to a plain replica
+    server = binlogd.serve(out)
+    downstream.change_master(server.host, server.port, log_file="mysql-bin.000001", log_pos=4)
+    downstream.start_slave()
+    downstream.wait_caught_up(server)
+    assert downstream.table_checksums(DBS) == got
