@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from binlogd.protocol.events import iter_binlog
 
 from tests.harness import MariaDB
 from tests.test_show_helpers import copy_binlogs, gtid_flags, mariadb_binlog, replay, server_binlogs, show
@@ -82,6 +83,25 @@ def test_replay_equals_mariadb_binlog_and_keeps_the_flag(mariadb, recorded: tupl
     assert gtid_flags(server_binlogs(ours)) == primary_flags
     assert gtid_flags(server_binlogs(theirs)) == primary_flags
     assert text.count(b"SET skip_replication=1") == 3  # printed only when the flag changes: three flagged runs
+
+
+def test_flag_state_kept_across_files(mariadb, harness_dir: Path, recorded: tuple[MariaDB, list[Path]]) -> None:
+    """File 1 without its closing Rotate (as a crashed primary leaves it) ends in a flagged group; file 2 starts
+    unflagged. binlogd show prints `=0` there; mariadb-binlog starts file 2 with a fresh state and its replay flags
+    file 2's first group too."""
+    primary, (f1, f2) = recorded
+    *_, (rotate_pos, _) = iter_binlog(f1.read_bytes())
+    cut = harness_dir / "cut" / f1.name
+    cut.parent.mkdir()
+    cut.write_bytes(f1.read_bytes()[:rotate_pos])
+    ours, theirs = _start(mariadb, [(n, i, ("--log-bin=mysql-bin",)) for n, i in (("ours", 23), ("theirs", 24))])
+    replay(ours, show(cut, f2).stdout)
+    replay(theirs, mariadb_binlog(cut, f2).stdout)
+    primary_flags = gtid_flags(server_binlogs(primary))
+    assert gtid_flags(server_binlogs(ours)) == primary_flags
+    first_of_file_2 = next(iter(gtid_flags([f2])))
+    wrong = {g for g, flagged in gtid_flags(server_binlogs(theirs)).items() if flagged != primary_flags[g]}
+    assert wrong == {first_of_file_2}
 
 
 def test_skip_flagged_equals_a_filter_on_slave_replica(mariadb, binlogd, harness_dir: Path,
