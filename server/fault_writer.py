@@ -33,8 +33,9 @@ class _Inner(Protocol):
     async def drain(self) -> None: ...
 
 
-class FaultStop(Exception):
-    """A fault ended the dump: `err` is the ERR packet sent (None: the connection was just closed)."""
+class FaultStop(ConnectionError):
+    """A fault ended the dump: `err` is the ERR packet sent (None: the connection was just closed). A
+    ConnectionError, so that paths which expect a vanished peer (the ERR after a failed dump) treat it as one."""
 
     def __init__(self, action: str, err: tuple[int, str] | None, written: int) -> None:
         super().__init__(action if err is None else f"{action} {err[0]}: {err[1]}")
