@@ -316,7 +316,7 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                     help="JSON list of faults (binlogd.testing.faults.write_faults), each for one replica "
                     "server_id or the Nth dump: close after N events or bytes, corrupt event K's CRC, stall, "
                     "ERR 1236, throttle, heartbeat period. Re-read when it changes (replace it atomically); a "
-                    "bad file keeps the previous set. A missing file is an empty set")
+                    "bad file keeps the previous set; a missing file is an empty set (default: no fault injection)")
 
 
 def _tls_files(args: argparse.Namespace) -> TlsFiles | None:
