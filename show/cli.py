@@ -57,7 +57,10 @@ def _gtids(text: str) -> dict[int, Gtid]:
         raise argparse.ArgumentTypeError(f"{text!r}: {e} (use DOMAIN-SERVER-SEQ[,...])") from None
 
 
-def _position(text: str) -> int:
+def _position(text: str) -> int | dict[int, Gtid]:
+    """A byte position, or (as mariadb-binlog 10.11 accepts) a GTID list meaning --start-gtid/--stop-gtid."""
+    if "-" in text:
+        return _gtids(text)
     try:
         n = int(text)
     except ValueError:
@@ -88,9 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="server_id registered with --stop-never (default 65535)")
     rng = p.add_argument_group("ranges")
     rng.add_argument("-j", "--start-position", type=_position, default=4, metavar="N",
-                     help="start at position N of the first file (its Format_description event is still read)")
+                     help="start at position N of the first file (its Format_description event is still read); "
+                     "a GTID list here means --start-gtid, as in mariadb-binlog")
     rng.add_argument("--stop-position", type=_position, default=None, metavar="N",
-                     help="stop at the first event at or after position N of the last file")
+                     help="stop at the first event at or after position N of the last file; a GTID list here "
+                     "means --stop-gtid")
     rng.add_argument("--start-datetime", type=_datetime, default=None, metavar="DATETIME",
                      help="start at the first event at or after this local time")
     rng.add_argument("--stop-datetime", type=_datetime, default=None, metavar="DATETIME",
@@ -124,12 +129,19 @@ async def _remote_items(args: argparse.Namespace) -> AsyncIterator[Item]:
                        file=args.files[0] if args.files else "", start=args.start_position,
                        to_last_log=args.to_last_log, stop_never=args.stop_never,
                        server_id=args.stop_never_slave_server_id if args.stop_never else 0,
-                       gtid=None)
+                       gtid=",".join(str(g) for g in args.start_gtid.values()) if args.start_gtid else None)
     async for item in read_remote(src, force=args.force_read):
         yield item
 
 
 def _check(args: argparse.Namespace) -> None:
+    for opt in ("start", "stop"):
+        value = getattr(args, f"{opt}_position")
+        if isinstance(value, dict):  # mariadb-binlog's GTID form of --start/--stop-position
+            if getattr(args, f"{opt}_gtid") is not None:
+                raise UsageError(f"--{opt}-position GTID and --{opt}-gtid both given")
+            setattr(args, f"{opt}_gtid", value)
+            setattr(args, f"{opt}_position", 4 if opt == "start" else None)
     if args.remote:
         if len(args.files) != 1:
             raise UsageError("with --read-from-remote-server give one log name (the first file to read)")
@@ -205,7 +217,7 @@ class Run:
                 self._emit(it, keep)
         if self.file is not None:
             self.printer.end_file()
-        self.printer.epilogue()
+        self.printer.epilogue(gtid_ranges=bool(self.args.start_gtid or self.args.stop_gtid))
         if self.writer is not None:
             self.writer.close()
 

@@ -6,8 +6,10 @@
 * datetimes: events before --start-datetime are skipped until the first one at or after it (then everything is
   printed, as mariadb-binlog does for logs whose timestamps go back and forth); reading stops at the first event
   at or after --stop-datetime;
-* GTIDs: --start-gtid D-S-N[,...] is a replica-style position (groups up to and including N in domain D are left
-  out); --stop-gtid D-S-N[,...] stops after the group of that GTID (inclusive) once every listed domain reached it;
+* GTIDs (also mariadb-binlog's GTID form of --start/--stop-position, with the same result): --start-gtid
+  D-S-N[,...] is a replica-style position (groups up to and including N in domain D are left out, and Rotates
+  before the first printed group); --stop-gtid D-S-N[,...] stops after the group of that GTID (inclusive) once
+  every listed domain reached it;
 * --skip-flagged leaves out events flagged 0x8000 (skip_replication), which are whole groups: what a replica with
   replicate_events_marked_for_skip=FILTER_ON_SLAVE applies is what is left.
 """
@@ -53,6 +55,7 @@ class Ranges:
     _in_skipped_group: bool = False
     _stop_reached: set[int] = field(default_factory=set)
     _stop_after_group: bool = False
+    _gtid_started: bool = False
 
     def decide(self, item: Item) -> Verdict:
         h = item.event.header
@@ -73,6 +76,7 @@ class Ranges:
             g = item.event.body
             start = self.start_gtid.get(g.domain_id)
             self._in_skipped_group = start is not None and g.seq_no <= start.seq
+            self._gtid_started = self._gtid_started or not self._in_skipped_group
             stop = self.stop_gtid.get(g.domain_id)
             if stop is not None and g.seq_no >= stop.seq and not self._in_skipped_group:
                 self._stop_reached.add(g.domain_id)
@@ -80,6 +84,8 @@ class Ranges:
                     self._stop_after_group = True
         elif fde or not self._in_group_event(item):
             self._in_skipped_group = False
+            if h.type_code == ROTATE_EVENT and self.start_gtid and not self._gtid_started:
+                return Verdict.SKIP  # as mariadb-binlog: a Rotate before the start GTID is not printed
         if self._in_skipped_group:
             return Verdict.SKIP
         if self.skip_flagged and h.flags & LOG_EVENT_SKIP_REPLICATION_F:

@@ -121,6 +121,10 @@ EPILOGUE: Final = (
     b"/*!50003 SET COMPLETION_TYPE=@OLD_COMPLETION_TYPE*/;\n"
     b"/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=0*/;\n"
 )
+GTID_EPILOGUE: Final = (
+    b"/*!100001 SET @@SESSION.SERVER_ID=@@GLOBAL.SERVER_ID */;\n"
+    b"/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n"
+)
 # MariaDB 10.11 sql_priv.h bits of Query flags2 that are not in protocol.constants (checked on a real 10.11:
 # SET autocommit=0 / explicit_defaults_for_timestamp / system_versioning_insert_history and the logged flags2).
 _OPTION_NOT_AUTOCOMMIT: Final = 1 << 19
@@ -256,8 +260,10 @@ class Printer:
         self._rows = 0
         self.out.write(b"DELIMITER ;\n")
 
-    def epilogue(self) -> None:
-        self.out.write(EPILOGUE)
+    def epilogue(self, gtid_ranges: bool = False) -> None:
+        """The closing statements; with GTID ranges mariadb-binlog also gives the session back its own server_id
+        and gtid_domain_id."""
+        self.out.write(EPILOGUE + (GTID_EPILOGUE if gtid_ranges else b""))
 
     # ---- one event ------------------------------------------------------------------------------------
 

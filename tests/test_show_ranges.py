@@ -31,6 +31,7 @@ STATEMENTS_1 = [
 ]
 STATEMENTS_2 = ["INSERT INTO d.t VALUES (4, UUID())", "DELETE FROM d.t WHERE id = 2"]
 GTID_LINE = re.compile(rb"\tGTID (\d+-\d+-\d+)")
+AT_GTID = re.compile(rb"# at (\d+)\n#[^\n]*\tGTID (\d+-\d+-\d+)")
 
 
 def _timed(statements: list[str], first: int) -> str:
@@ -79,19 +80,34 @@ def test_gtid_ranges_select_whole_groups(primary: MariaDB, harness_dir: Path) ->
 
     text = show("--start-gtid=0-1-3", "--stop-gtid=0-1-6", *files).stdout
     assert [g.decode() for g in GTID_LINE.findall(text)] == ["0-1-4", "0-1-5", "0-1-6"]
-    assert text.rstrip().endswith(b"/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=0*/;")
+    assert text.rstrip().endswith(b"/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;")
     assert text.split(b"\tGTID 0-1-6")[1].count(b"COMMIT/*!*/;") == 1  # the stop group is printed whole
     assert b"VALUES (1," not in text and b"VALUES (4," not in text
+
+    # mariadb-binlog 10.11 takes GTIDs in --start/--stop-position: the same selection, the same text
+    for args in (("--start-position=0-1-3", "--stop-position=0-1-6"), ("--start-position=0-1-7",),
+                 ("--stop-position=0-1-2",)):
+        assert show(*args, *files).stdout == mariadb_binlog(*args, *files).stdout, args
+    assert show("--start-gtid=0-1-3", "--stop-gtid=0-1-6", *files).stdout == \
+        mariadb_binlog("--start-position=0-1-3", "--stop-position=0-1-6", *files).stdout
 
     bad = show("--start-gtid=0-1", *files, check=False)
     assert bad.returncode == 2 and b"--start-gtid" in bad.stderr and b"DOMAIN-SERVER-SEQ" in bad.stderr
 
 
-def test_remote_reads_print_what_mariadb_binlog_prints(primary: MariaDB, mariadb) -> None:
+def test_remote_reads_print_what_mariadb_binlog_prints(primary: MariaDB, mariadb, harness_dir: Path) -> None:
     remote = ("-R", "-h", primary.host, "-P", str(primary.port), "-u", "root")
     for extra in ((), ("--start-position=451",)):
         args = (*remote, *extra, "mysql-bin.000001")
         assert show(*args).stdout == mariadb_binlog(*args).stdout, extra
+
+    # a GTID start (@slave_connect_state): the server skips to it; binlogd show prints each event at its own
+    # position (mariadb-binlog counts on from the first event it got, so its "# at" lines are not file positions)
+    remote_gtid = show(*remote, "--start-position=0-1-4", "--to-last-log", "mysql-bin.000001").stdout
+    files = copy_binlogs(primary, harness_dir / "b")
+    local_gtid = show("--start-gtid=0-1-4", *files).stdout
+    assert AT_GTID.findall(remote_gtid) == AT_GTID.findall(local_gtid)
+    assert [g.decode() for g in GTID_LINE.findall(remote_gtid)] == [f"0-1-{n}" for n in range(5, 9)]
 
     # --to-last-log: both files; replayed, the primary's tables (positions are each file's own, see docs/show.md)
     text = show(*remote, "--to-last-log", "mysql-bin.000001").stdout
