@@ -80,7 +80,12 @@ TRANSACTION_RETRIES: Final = 10  # slave_transaction_retries
 MULTI_BATCH_BYTES: Final = 256 << 10  # UPDATE/DELETE statements sent per round trip
 UTF8MB4_GENERAL_CI: Final = 45
 TABLES_INFO_EVENT: Final = 159
-OWN_GTID: Final = {"@@session.gtid_domain_id": "@@global.gtid_domain_id", "@@session.server_id": "@@global.server_id"}
+# gtid_seq_no=0: the next GTID is allocated, not the source's seq_no that the session still holds
+OWN_GTID: Final = {"@@session.gtid_domain_id": "@@global.gtid_domain_id", "@@session.server_id": "@@global.server_id",
+                   "@@session.gtid_seq_no": "0"}
+BOOKKEEPING_DOMAIN: Final = 4294967295  # the last GTID domain: what the applier writes on its own, never a source's
+BOOKKEEPING_GTID: Final = {"@@session.gtid_domain_id": str(BOOKKEEPING_DOMAIN),
+                           "@@session.server_id": "@@global.server_id", "@@session.gtid_seq_no": "0"}
 _ESCAPES: Final = {0: "\\0", 10: "\\n", 13: "\\r", 26: "\\Z", 39: "\\'", 34: '\\"', 92: "\\\\"}
 
 _CODECS: Final = {"utf8mb4": "utf-8", "utf8mb3": "utf-8", "utf8": "utf-8", "latin1": "cp1252", "ascii": "ascii",
@@ -185,7 +190,6 @@ class TargetSession:
             cur.execute("SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS "
                         "WHERE ID IS NOT NULL")
             self._collations = {int(r[0]): (str(r[1]), str(r[2])) for r in cur.fetchall()}
-        PositionStore.ensure_schema(self.conn)
         self.keep_gtids = False
         if self.preserve_gtids and "mariadb" in self.conn.get_server_info().lower():
             try:  # the source's GTIDs go to the target's binlog (SET gtid_domain_id/server_id/gtid_seq_no)
@@ -194,6 +198,10 @@ class TargetSession:
             except pymysql.MySQLError as e:
                 log.warning("channel %r: the target's binlog gets its own GTIDs, not the source's: %s", self.channel,
                             _msg(e))
+        if not PositionStore.schema_exists(self.conn):
+            if self.keep_gtids:  # bookkeeping: binlogged (the target's replicas need the table), in its own domain
+                self._set_session(BOOKKEEPING_GTID)
+            PositionStore.ensure_schema(self.conn)
 
     def close(self) -> None:
         if self.conn is not None:
@@ -274,11 +282,13 @@ class TargetSession:
             assert g.gtid is not None
             pre["@@session.gtid_domain_id"] = str(g.gtid.domain_id)
             pre["@@session.server_id"] = str(g.gtid.server_id)
-            pre["@@session.gtid_seq_no"] = str(g.gtid.seq_no)
-            self._state.pop("@@session.gtid_seq_no", None)  # used up by each logged group: always sent
-        elif self.keep_gtids:
-            pre.update(OWN_GTID)
+        elif self.keep_gtids:  # a source without GTIDs gets the target's own; position bookkeeping its own domain
+            pre.update(OWN_GTID if g.events else BOOKKEEPING_GTID)
         self._set_session(pre)
+        if keep:  # a statement of its own: SET checks every variable before assigning any, and strict mode checks
+            assert g.gtid is not None  # gtid_seq_no against the session's domain/server_id of that moment
+            self._state.pop("@@session.gtid_seq_no", None)  # used up by each logged group: always sent
+            self._set_session({"@@session.gtid_seq_no": str(g.gtid.seq_no)})
         self._maps.clear()
         self._pending.clear()
         conn.begin()
@@ -289,9 +299,9 @@ class TargetSession:
             if g.rollback:
                 conn.rollback()
                 conn.begin()
-            if keep and not g.transactional:  # the DDL took the source's GTID; its position row gets one of ours
+            if keep and not g.transactional:  # the DDL took the source's GTID; its position row is bookkeeping
                 conn.commit()
-                self._set_session(OWN_GTID)
+                self._set_session(BOOKKEEPING_GTID)
                 conn.begin()
             self.current = "saving the channel position"
             PositionStore.save(cur, self.channel, g.end)

@@ -28,7 +28,7 @@ import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from binlogd.protocol.connection import (
     ClientConfig,
@@ -87,8 +87,8 @@ from .position import Position
 from .status import ssl_columns
 
 if TYPE_CHECKING:
-    from .config import ChannelConfig
-    from .runner import Applier
+    from .config import ApplierConfig, ChannelConfig
+    from .filters import FilterSet
 
 log = logging.getLogger("binlogd.apply")
 
@@ -106,8 +106,19 @@ UNSUPPORTED: Final = {
 PREAMBLE: Final = frozenset({USER_VAR_EVENT, INTVAR_EVENT, RAND_EVENT, TABLE_MAP_EVENT, TABLES_INFO_EVENT})
 
 
+class ChannelHost(Protocol):
+    """What a channel uses of the process that owns it (`applier.runner.Applier`). A protocol here, so that
+    runner.py imports channel.py and never the other way round."""
+
+    config: ApplierConfig
+    skip_mode: str
+    skip_counter: int  # sql_slave_skip_counter: shared by the channels, decremented by the one that skips
+
+    def filters_for(self, name: str) -> FilterSet | None: ...
+
+
 class Channel:
-    def __init__(self, config: ChannelConfig, applier: Applier) -> None:
+    def __init__(self, config: ChannelConfig, applier: ChannelHost) -> None:
         self.name = config.name
         self.config = config
         self.applier = applier

@@ -7,7 +7,7 @@ applier or of the target) the row and the data agree and the channel resumes exa
 DDL is not transactional in MariaDB: its row is written in an autocommit statement right after it (the same
 window MariaDB's own replica has).
 
-Names: `Position`, `PositionStore` (`ensure_schema`, `load`, `save_sql`, `delete`), `SCHEMA`, `TABLE`.
+Names: `Position`, `PositionStore` (`schema_exists`, `ensure_schema`, `load`, `save`, `delete`), `SCHEMA`, `TABLE`.
 """
 
 from __future__ import annotations
@@ -65,6 +65,14 @@ class Position:
 
 class PositionStore:
     """SQL for the position table; every method runs on a pymysql connection in a worker thread."""
+
+    @staticmethod
+    def schema_exists(conn: Any) -> bool:
+        """Checked first so that a start-up writes nothing (not even a binlogged `IF NOT EXISTS` no-op)."""
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+                        (SCHEMA, "channel_position"))
+            return cur.fetchone() is not None
 
     @staticmethod
     def ensure_schema(conn: Any) -> None:

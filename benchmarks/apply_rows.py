@@ -1,18 +1,25 @@
-"""Rows applied per second: binlogd-apply vs a real MariaDB 10.11 replica applying the same ROW binlog.
+"""Rows applied per second: binlogd-apply vs real MariaDB 10.11 replicas applying the same ROW binlog.
 
 Run from the repository root (see benchmarks/README.md)::
 
-    python -m benchmarks.apply_rows [--rows N] [--batch B] [--keep]
+    python -m benchmarks.apply_rows [--sizes 1:10000,100:50000,1000:50000] [--repeat 3] [--profile] [--keep]
 
-1. A real MariaDB primary (ROW format) writes a binlog: N rows inserted by `INSERT ... SELECT FROM seq` in
-   transactions of B rows, then N/10 rows updated and N/20 deleted, also in transactions of B rows (every
-   changed row is one row image, so "rows" = N + N/10 + N/20).
-2. A fresh real replica (CHANGE MASTER ... MASTER_USE_GTID=slave_pos) is started; the clock runs from START SLAVE
-   until SHOW SLAVE STATUS says everything is read and executed.
-3. A fresh target and `binlogd-apply --channel =<primary>`; the clock runs from the process start (Python
-   start-up included) until binlogd_apply.channel_position holds the primary's end position.
-4. rows/s for both and the ratio binlogd-apply / MariaDB; JSON in benchmarks/results/apply_rows-<timestamp>.json.
+For every `B:N` of `--sizes` (B rows per source transaction, N rows inserted):
 
+1. A real MariaDB primary (ROW format) writes a binlog: N rows inserted in transactions of B rows (B=1: a
+   `FOR` loop of autocommit INSERTs, else `INSERT ... SELECT FROM seq`), then N/10 rows updated and N/20
+   deleted, also B rows per transaction (every changed row is one row image: "rows" = N + N/10 + N/20).
+2. Each repetition starts three fresh servers one after the other and times each:
+   * `replica p0`: a real replica (`slave_parallel_threads=0`), CHANGE MASTER ... MASTER_USE_GTID=slave_pos; the
+     clock runs from START SLAVE until SHOW SLAVE STATUS says everything is read and executed;
+   * `replica p4`: the same with `slave_parallel_threads=4, slave_parallel_mode=optimistic`;
+   * `binlogd-apply`: a fresh target and `binlogd-apply --channel =<primary>`; the clock runs from the process
+     start (Python start-up included) until binlogd_apply.channel_position holds the primary's end position.
+   Every copy's tables must equal the first replica's (CHECKSUM TABLE), else the benchmark exits 1.
+3. Medians of the repetitions: rows/s and the ratio binlogd-apply / replica; `uptime`'s load averages before and
+   after each size (the machine is shared); JSON in benchmarks/results/apply_rows-<timestamp>.json.
+
+`--profile` runs one more binlogd-apply per size under cProfile (not timed) and prints its top functions.
 Every process started here is stopped by PID, also on errors.
 """
 
@@ -25,6 +32,7 @@ import os
 import platform
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,16 +46,25 @@ from benchmarks import REPO_ROOT
 from binlogd.testing import HarnessError, MariaDB
 
 console = Console()
+KINDS = ("replica p0", "replica p4", "binlogd-apply")
+REPLICA_ARGS = {"replica p0": ("--slave-parallel-threads=0",),
+                "replica p4": ("--slave-parallel-threads=4", "--slave-parallel-mode=optimistic")}
 
 
 def _workload(primary: MariaDB, rows: int, batch: int) -> int:
     primary.execute("CREATE DATABASE bench; USE bench; CREATE TABLE bench.t (id INT PRIMARY KEY, a INT,"
                     " b VARCHAR(64), c DOUBLE, d DATETIME(6), e DECIMAL(12,2)) ENGINE=InnoDB")
+    values = "seq, seq % 1000, CONCAT('row ', seq), seq / 7, '2024-01-01 00:00:00' + INTERVAL seq SECOND, seq / 100"
+    updates, deletes = rows // 10, rows // 20
+    if batch == 1:  # one autocommit transaction per row, written by the server itself (no client round trips)
+        primary.execute(f"USE bench; FOR seq IN 1..{rows} DO INSERT INTO t VALUES ({values}); END FOR")
+        primary.execute(f"USE bench; FOR i IN 1..{updates} DO UPDATE t SET a = a + 1, b = CONCAT(b, ' u') "
+                        f"WHERE id = i; END FOR")
+        primary.execute(f"USE bench; FOR i IN {rows - deletes + 1}..{rows} DO DELETE FROM t WHERE id = i; END FOR")
+        return rows + updates + deletes
     for start in range(0, rows, batch):
         n = min(batch, rows - start)
-        primary.execute(f"USE bench; INSERT INTO t SELECT seq, seq % 1000, CONCAT('row ', seq), seq / 7,"
-                        f" '2024-01-01 00:00:00' + INTERVAL seq SECOND, seq / 100 FROM seq_{start + 1}_to_{start + n}")
-    updates, deletes = rows // 10, rows // 20
+        primary.execute(f"USE bench; INSERT INTO t SELECT {values} FROM seq_{start + 1}_to_{start + n}")
     for start in range(0, updates, batch):
         primary.execute(f"UPDATE bench.t SET a = a + 1, b = CONCAT(b, ' u') WHERE id > {start} AND id <= "
                         f"{min(start + batch, updates)}")
@@ -57,98 +74,166 @@ def _workload(primary: MariaDB, rows: int, batch: int) -> int:
     return rows + updates + deletes
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=200_000, help="rows inserted (default 200000)")
-    ap.add_argument("--batch", type=int, default=1000, help="rows per source transaction (default 1000)")
-    ap.add_argument("--keep", action="store_true", help="keep the servers' directory")
-    args = ap.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="binlogd-bench-apply-", dir="/tmp"))
-    template = base / "_template"
-    servers: list[MariaDB] = []
-    proc: subprocess.Popen[bytes] | None = None
+def _load() -> str:
+    return os.getloadavg().__repr__()
 
-    def start(name: str, sid: int, *extra: str) -> MariaDB:
+
+class Bench:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.template = base / "_template"
+        self.servers: list[MariaDB] = []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.count = 0
+
+    def start(self, name: str, sid: int, *extra: str) -> MariaDB:
+        self.count += 1
         for attempt in range(3):  # mariadb-install-db of the template can trip over other runs' /tmp files
             try:
-                s = MariaDB.start(base, name, sid, *extra, template_dir=template)
+                s = MariaDB.start(self.base, f"{name}{self.count}", sid, *extra, template_dir=self.template)
                 break
             except HarnessError:
                 if attempt == 2:
                     raise
-        servers.append(s)
+        self.servers.append(s)
         return s
 
-    try:
-        with console.status("primary: writing the binlog"):
-            primary = start("primary", 1, "--log-bin=mysql-bin", "--binlog-format=ROW", "--sync-binlog=0")
-            t0 = time.monotonic()
-            total_rows = _workload(primary, args.rows, args.batch)
-            end = primary.master_status()
-            gen_s = time.monotonic() - t0
-        console.print(f"binlog: {total_rows} row changes, ends at {end[0]}:{end[1]} ({gen_s:.1f} s to write)")
+    def drop(self, s: MariaDB) -> None:
+        s.stop()
+        self.servers.remove(s)
+        shutil.rmtree(s.dir, ignore_errors=True)
 
-        with console.status("real MariaDB replica applying"):
-            replica = start("replica", 2)
+    def replica(self, kind: str, primary: MariaDB, end: tuple[str, int]) -> tuple[float, dict[str, int | None]]:
+        replica = self.start("replica", 2, *REPLICA_ARGS[kind])
+        try:
             replica.change_master(primary.host, primary.port, use_gtid="slave_pos")
             t0 = time.monotonic()
             replica.start_slave()
             replica.wait_slave_pos(*end, timeout=3600)
-            mariadb_s = time.monotonic() - t0
+            seconds = time.monotonic() - t0
+            return seconds, replica.table_checksums(["bench"])
+        finally:
+            self.drop(replica)
 
-        with console.status("binlogd-apply applying"):
-            target = start("target", 3)
-            log = open(base / "applier.log", "ab")  # noqa: SIM115 - closed in finally
-            t0 = time.monotonic()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "binlogd.applier.cli", f"--target=mysql://root@127.0.0.1:{target.port}",
-                 f"--channel==mysql://root@127.0.0.1:{primary.port}", "--log-level=WARNING"],
-                cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    def applier(self, primary: MariaDB, end: tuple[str, int], profile: Path | None = None
+                ) -> tuple[float, dict[str, int | None]]:
+        target = self.start("target", 3)
+        log_path = self.base / "applier.log"
+        prefix = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m"] if profile else [sys.executable, "-m"]
+        try:
+            with open(log_path, "ab") as log:
+                t0 = time.monotonic()
+                self.proc = subprocess.Popen(
+                    [*prefix, "binlogd.applier.cli", f"--target=mysql://root@127.0.0.1:{target.port}",
+                     f"--channel==mysql://root@127.0.0.1:{primary.port}", "--log-level=WARNING"],
+                    cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
             while True:
-                rows = target.query("SELECT log_file, log_pos FROM binlogd_apply.channel_position WHERE channel=''") \
-                    if target.query("SHOW DATABASES LIKE 'binlogd_apply'") else []
+                rows = target.query("SELECT log_file, log_pos FROM binlogd_apply.channel_position "
+                                    "WHERE channel=''") if target.query("SHOW DATABASES LIKE 'binlogd_apply'") else []
                 if rows and (str(rows[0][0]), int(rows[0][1])) == end:
                     break
-                if proc.poll() is not None:
-                    raise RuntimeError("binlogd-apply exited: " + (base / "applier.log").read_text()[-2000:])
-                time.sleep(0.05)
-            apply_s = time.monotonic() - t0
-            log.close()
-        same = target.table_checksums(["bench"]) == replica.table_checksums(["bench"])
-        if not same:
-            console.print("[red]target and replica differ[/red]")
+                if self.proc.poll() is not None:
+                    raise RuntimeError("binlogd-apply exited: " + log_path.read_text()[-2000:])
+                time.sleep(0.02)
+            seconds = time.monotonic() - t0
+            self.stop_applier()
+            return seconds, target.table_checksums(["bench"])
+        finally:
+            self.stop_applier()
+            self.drop(target)
 
-        table = Table(title=f"rows applied per second ({total_rows} row changes, batch {args.batch})")
-        for col in ("applier", "seconds", "rows/s"):
+    def stop_applier(self) -> None:
+        p, self.proc = self.proc, None
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGTERM)  # cProfile writes its file on a clean exit
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def close(self) -> None:
+        self.stop_applier()
+        for s in reversed(self.servers):
+            s.stop()
+
+
+def _print_profile(path: Path) -> None:
+    import pstats
+
+    if path.exists():
+        pstats.Stats(str(path)).sort_stats("tottime").print_stats(18)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1:10000,100:50000,1000:50000",
+                    help="B:N pairs: rows per source transaction : rows inserted")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per applier and size (median reported)")
+    ap.add_argument("--only", choices=KINDS, action="append", help="time only these appliers (repeatable)")
+    ap.add_argument("--profile", action="store_true", help="one extra cProfile'd binlogd-apply run per size")
+    ap.add_argument("--keep", action="store_true", help="keep the servers' directory")
+    args = ap.parse_args()
+    sizes = [tuple(int(x) for x in s.split(":")) for s in args.sizes.split(",")]
+    kinds = args.only or list(KINDS)
+    bench = Bench(Path(tempfile.mkdtemp(prefix="binlogd-bench-apply-", dir="/tmp")))
+    results: list[dict[str, object]] = []
+    same = True
+    try:
+        for batch, n in sizes:
+            load_before = _load()
+            with console.status(f"primary: writing the binlog ({batch} rows per transaction)"):
+                primary = bench.start("primary", 1, "--log-bin=mysql-bin", "--binlog-format=ROW", "--sync-binlog=0")
+                total = _workload(primary, n, batch)
+                end = primary.master_status()
+            runs: dict[str, list[float]] = {k: [] for k in kinds}
+            reference: dict[str, int | None] | None = None
+            for rep in range(args.repeat):
+                for kind in kinds:
+                    with console.status(f"batch {batch}: {kind}, run {rep + 1}/{args.repeat}"):
+                        if kind == "binlogd-apply":
+                            secs, sums = bench.applier(primary, end)
+                        else:
+                            secs, sums = bench.replica(kind, primary, end)
+                    reference = reference or sums
+                    if sums != reference:
+                        console.print(f"[red]{kind} differs from the first copy[/red]")
+                        same = False
+                    runs[kind].append(secs)
+                    console.print(f"batch {batch} {kind} run {rep + 1}: {secs:.2f} s, {total / secs:,.0f} rows/s")
+            if args.profile:
+                prof = bench.base / f"applier-{batch}.prof"
+                bench.applier(primary, end, profile=prof)
+                _print_profile(prof)
+            bench.drop(primary)
+            median = {k: statistics.median(v) for k, v in runs.items()}
+            results.append({"batch": batch, "rows": total, "runs_seconds": runs,
+                            "median_rows_per_s": {k: total / s for k, s in median.items()},
+                            "load_before": load_before, "load_after": _load()})
+
+        table = Table(title=f"row changes applied per second (median of {args.repeat})")
+        for col in ("rows/txn", "row changes", *kinds, "apply ÷ p0", "apply ÷ p4", "load (1/5/15 min) before→after"):
             table.add_column(col, justify="right")
-        table.add_row("MariaDB 10.11 replica", f"{mariadb_s:.2f}", f"{total_rows / mariadb_s:,.0f}")
-        table.add_row("binlogd-apply", f"{apply_s:.2f}", f"{total_rows / apply_s:,.0f}")
+        for r in results:
+            rps: dict[str, float] = r["median_rows_per_s"]  # type: ignore[assignment]
+            ratios = [f"{rps['binlogd-apply'] / rps[k]:.2f}x" if "binlogd-apply" in rps and k in rps else "-"
+                      for k in ("replica p0", "replica p4")]
+            table.add_row(str(r["batch"]), f"{r['rows']:,}", *(f"{rps[k]:,.0f}" for k in kinds), *ratios,
+                          f"{r['load_before']}→{r['load_after']}")
         console.print(table)
-        ratio = mariadb_s / apply_s
-        console.print(f"ratio binlogd-apply / MariaDB: [bold]{ratio:.2f}x[/bold]  (identical tables: {same})")
+        console.print(f"identical tables everywhere: {same}")
         out = REPO_ROOT / "benchmarks" / "results" / f"apply_rows-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
         out.parent.mkdir(exist_ok=True)
-        out.write_text(json.dumps({
-            "rows": total_rows, "batch": args.batch, "binlog_end": end, "mariadb_seconds": mariadb_s,
-            "applier_seconds": apply_s, "mariadb_rows_per_s": total_rows / mariadb_s,
-            "applier_rows_per_s": total_rows / apply_s, "ratio": ratio, "identical": same,
-            "machine": platform.platform(), "cpus": os.cpu_count(),
-        }, indent=2))
+        out.write_text(json.dumps({"results": results, "identical": same, "repeat": args.repeat,
+                                   "machine": platform.platform(), "cpus": os.cpu_count()}, indent=2))
         console.print(f"results: {out.relative_to(REPO_ROOT)}")
         return 0 if same else 1
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for s in reversed(servers):
-            s.stop()
+        bench.close()
         if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(bench.base, ignore_errors=True)
         else:
-            console.print(f"kept {base}")
+            console.print(f"kept {bench.base}")
 
 
 if __name__ == "__main__":
