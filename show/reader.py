@@ -26,6 +26,7 @@ from binlogd.protocol.constants import (
     HEADER_LEN,
     HEARTBEAT_LOG_EVENT,
     LOG_EVENT_ARTIFICIAL_F,
+    LOG_EVENT_BINLOG_IN_USE_F,
     LOG_EVENT_IGNORABLE_F,
     MAX_EVENT_SIZE,
     ROTATE_EVENT,
@@ -120,26 +121,36 @@ def read_file(path: Path, *, start: int = BIN_LOG_HEADER_SIZE, force: bool = Fal
         pos = BIN_LOG_HEADER_SIZE
         checksum_alg = BINLOG_CHECKSUM_ALG_OFF
         fde_types = 171
+        in_use = False
         first = True
         while pos < size:
             fh.seek(pos)
             head = fh.read(HEADER_LEN)
+            torn = None
             if len(head) < HEADER_LEN:
-                raise ReadError(f"{name}: truncated event at position {pos}: {len(head)} bytes where a "
-                                f"{HEADER_LEN}-byte event header should be (the file ends at {size})")
-            header = parse_header(head)
-            length = header.event_length
-            if length < HEADER_LEN or length > MAX_EVENT_SIZE:
-                raise ReadError(f"{name}: event at position {pos} has an impossible length {length}")
-            if pos + length > size:
-                raise ReadError(f"{name}: truncated event at position {pos}: its header says {length} bytes, the "
-                                f"file has {size - pos} left")
+                torn = (f"{name}: truncated event at position {pos}: {len(head)} bytes where a {HEADER_LEN}-byte "
+                        f"event header should be (the file ends at {size})")
+            else:
+                header = parse_header(head)
+                length = header.event_length
+                if length < HEADER_LEN or length > MAX_EVENT_SIZE:
+                    raise ReadError(f"{name}: event at position {pos} has an impossible length {length}")
+                if pos + length > size:
+                    torn = (f"{name}: truncated event at position {pos}: its header says {length} bytes, the file "
+                            f"has {size - pos} left")
+            if torn is not None:
+                if in_use:  # a file still being written: its end is where the writer is (mariadb-binlog: the same)
+                    warn(f"{torn}; the file is in use (its Format_description event says so): stopping at its "
+                         "last whole event")
+                    return
+                raise ReadError(torn)
             raw = head + fh.read(length - HEADER_LEN)
             if first:
                 if header.type_code != FORMAT_DESCRIPTION_EVENT:
                     raise ReadError(f"{name}: the first event (position {pos}) is not a Format_description event")
                 checksum_alg = raw[-CRC_LEN - 1]
                 fde_types = fde_event_types(raw)
+                in_use = bool(header.flags & LOG_EVENT_BINLOG_IN_USE_F)
             try:
                 ev = check_event(name, pos, raw, checksum_alg, fde_types, force=force, warn=warn)
             except ReadError as e:

@@ -4,9 +4,10 @@ FDE's table of types), --force-read, a missing file, a file that is not a binlog
 one clear line on stderr naming the file and the position of the bad event (exit 1; 2 for options), never a
 traceback; progress goes to stderr only when asked or on a terminal.
 
+A file still in use (its FDE says so) that ends in a torn event ends there quietly (a warning), as in mariadb-binlog.
 Differences from mariadb-binlog, on purpose: CRCs are always checked (mariadb-binlog prints a corrupt event unless
 given --verify-binlog-checksum, and the client then replays garbage); --force-read skips a corrupt event with a
-warning; on a truncated file --force-read stops with the error (mariadb-binlog --force-read loops there forever
+warning; on a truncated (closed) file --force-read stops with the error (mariadb-binlog --force-read loops there forever
 writing the same event, checked by hand: 28 GB in 10 minutes, so it is not run here).
 """
 
@@ -29,7 +30,7 @@ def variants(mariadb, harness_dir: Path) -> dict[str, tuple[Path, int]]:
     primary = mariadb("primary", 1, "--log-bin=mysql-bin", "--binlog-format=STATEMENT")
     primary.execute("CREATE DATABASE d; CREATE TABLE d.t (id INT); INSERT INTO d.t VALUES (1); "
                     "INSERT INTO d.t VALUES (2); FLUSH BINARY LOGS")
-    good = copy_binlogs(primary, harness_dir / "good")[0]  # closed (mariadb-binlog forgives errors in an open one)
+    good, active = copy_binlogs(primary, harness_dir / "good")  # 1 closed, 2 still in use (FDE flag 0x1)
     src = good.read_bytes()
     pos, event = next((p, e) for p, e in iter_binlog(src) if b"VALUES (1)" in e)
     out: dict[str, tuple[Path, int]] = {"good": (good, pos)}
@@ -41,6 +42,12 @@ def variants(mariadb, harness_dir: Path) -> dict[str, tuple[Path, int]]:
         out[name] = (d / "mysql-bin.000001", pos)
 
     write("truncated", src[:pos + 30])
+    active_data = active.read_bytes()
+    last_pos, last = list(iter_binlog(active_data))[-1]
+    d = harness_dir / "active"
+    d.mkdir()
+    (d / active.name).write_bytes(active_data[:last_pos + len(last) // 2])
+    out["active"] = (d / active.name, last_pos)
     corrupt = bytearray(src)
     corrupt[pos + 60] ^= 0xFF
     write("crc", bytes(corrupt))
@@ -69,6 +76,15 @@ def test_truncated_file(variants: dict[str, tuple[Path, int]]) -> None:
         _one_error_line(r.stderr, b"mysql-bin.000001", b"truncated event at position %d" % pos)
         assert b"INSERT INTO d.t VALUES (1)" not in r.stdout
     assert mariadb_binlog(path, check=False).returncode == 1  # mariadb-binlog fails too (without --force-read)
+
+
+def test_truncated_file_in_use_ends_quietly(variants: dict[str, tuple[Path, int]]) -> None:
+    """A file still being written (FDE in-use flag) ends where the writer is: a warning, exit 0, as mariadb-binlog."""
+    path, pos = variants["active"]
+    r = show(path)
+    assert b"WARNING" in r.stderr and b"position %d" % pos in r.stderr and b"in use" in r.stderr
+    assert b"# Warning: this binlog is either in use" in r.stdout
+    assert r.stdout == mariadb_binlog(path).stdout
 
 
 def test_corrupt_crc(variants: dict[str, tuple[Path, int]]) -> None:
