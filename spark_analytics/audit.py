@@ -12,6 +12,8 @@ from . import checks
 from .binlog_source import BinlogSourceError, list_files
 from .ledger import LedgerError, ledger_files, read_ledger
 
+# actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
+ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "fake")
 STEPS = ("binlog", "ledger", "connections", "policy runs", *(f"check {i}" for i in range(1, 11)))
 
 
@@ -77,10 +79,12 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     progress("ledger")
     data = checks.AuditData(spark=spark, events=E, ledger=L, files=names, file_stats=stats, binlog_dir=binlog_dir,
                             torn=lf.torn, relays=relays)
+    checks.drop_repeated_records(data)
     findings += checks.load_connections(data)
     progress("connections")
     findings += checks.expand_policy_runs(data)
     progress("policy runs")
+    findings += checks.check_binlog_crc(data)
     findings += checks.check_coverage(data)
     progress("check 1")
     rules = checks.check_rules(data)
@@ -90,7 +94,7 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     progress("check 3")
     findings += [f for f in rules if f[0] == 4]
     progress("check 4")
-    atom, divergence = checks.check_atomicity(data)
+    atom, divergence, skipped = checks.check_atomicity(data)
     findings += atom
     progress("check 5")
     findings += checks.check_continuity(data)
@@ -102,7 +106,8 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     progress("check 8")
     totals = checks.action_totals(data)
     progress("check 9")
-    findings += checks.check_ledger(data)
+    explained = frozenset(f[2] for f in findings if f[0] == 1 and f[1] == "error" and f[2] is not None)
+    findings += checks.check_ledger(data, explained)
     progress("check 10")
     tl = checks.timeline(data)
 
@@ -116,12 +121,12 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
             "compat": c.compat, "peer": c.peer, "user": c.user,
             "start": {"file": c.start_file, "pos": c.start_pos, "gtid": c.start_gtid},
             "end": {"file": c.end_file, "pos": c.end_pos, "reason": c.reason},
-            "actions": {a: t["actions"].get(a, 0) for a in ("sent", "hole", "dummy", "begin", "fake", "error")},
-            "bytes": {a: t["bytes"].get(a, 0) for a in ("sent", "hole", "dummy", "begin", "fake")},
+            "actions": {a: t["actions"].get(a, 0) for a in (*ACTIONS, "error")},
+            "bytes": {a: t["bytes"].get(a, 0) for a in ACTIONS},
             "sent_bytes": sum(t["sent_bytes"].values()),
             "behind": behind.get(c.conn),
-            "withheld": divergence.get(c.conn, {"transactions": 0, "gtids": [], "gtids_truncated": False,
-                                                "content_bytes": 0}),
+            "withheld": divergence.get(c.conn, dict(checks.EMPTY_GTIDS)),
+            "skipped_at_connect": skipped.get(c.conn, dict(checks.EMPTY_GTIDS)),
             "findings": sum(1 for f in findings if f[2] == c.conn),
             "timeline": tl.get(c.conn, []),
         })
@@ -149,8 +154,8 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     }
     E.unpersist()
     L.unpersist()
-    if data.ledger is not L:
-        data.ledger.unpersist()
+    for df in data.cached:
+        df.unpersist()
     for df in relays.values():
         df.unpersist()
     return AuditResult(summary, findings, tl)

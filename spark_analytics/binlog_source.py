@@ -1,8 +1,10 @@
 """`spark.read.format("binlog").load(DIR)`: one row per event of MariaDB/MySQL binlog or relay-log files.
 
-A PySpark 4 Python data source (`pyspark.sql.datasource`). One input partition per file, so files are decoded
-in parallel; each partition yields Arrow record batches (columnar lists built in a tight loop over an mmap,
-header fields by `struct`, GTID/QUERY bodies by the peek helpers of `protocol/`: no construct objects per event).
+A PySpark 4 Python data source (`pyspark.sql.datasource`). A file is one input partition, or several when it is
+larger than `split_bytes` (ranges starting at GTID events, planned by a header walk on the driver), so files and
+large files' parts are decoded in parallel; each partition yields Arrow record batches from the vectorised decoder
+of `binlog_decode` (numpy over the 19-byte headers; Python per event only for the walk, the group state and the
+CRC). Reading with any split gives exactly the rows of a whole-file read.
 
 Relay logs (MariaDB `*-relay-bin.NNNNNN`) hold the upstream's events with the relay's own FDE and ROTATE events
 around them. Rows then carry `relay_own` (the event was written by the replica itself: flag LOG_EVENT_RELAY_LOG_F
@@ -13,6 +15,7 @@ upstream's last ROTATE, the end from the header's log_pos). For primary binlogs 
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import re
 import struct
@@ -21,26 +24,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
-from binlogd.protocol.checksum import crc_ok
 from binlogd.protocol.constants import (
-    ANNOTATE_ROWS_EVENT,
     BINLOG_CHECKSUM_ALG_CRC32,
     BINLOG_MAGIC,
-    EVENT_TYPE_NAMES,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     HEADER_LEN,
     LOG_EVENT_RELAY_LOG_F,
-    QUERY_EVENT,
     ROTATE_EVENT,
 )
-from binlogd.protocol.groups import GroupTracker
-from binlogd.protocol.gtid import peek_gtid
+
+from .binlog_decode import HEADER_DTYPE, RangeStart, WalkEnd, decode_range, fde_crc_len, text, walk
 
 _HEADER = struct.Struct("<IBIIIH")
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
-BATCH_ROWS = 65536
 
 # (name, Spark DDL type, Arrow type name): the one description of a row, used for the schema and the batches
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -108,44 +107,85 @@ def _from_index(index: Path) -> list[Path]:
     return [index.parent / n for n in names]
 
 
-def _text(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
-
-
-def _query_db_and_text(buf: Any, pos: int, end: int, crc_len: int) -> tuple[str | None, str | None]:
-    body = pos + HEADER_LEN
-    if end - crc_len - body < 13:
-        return None, None
-    db_len = buf[body + 8]
-    status_len = buf[body + 11] | (buf[body + 12] << 8)
-    db_at = body + 13 + status_len
-    text_at = db_at + db_len + 1
-    stop = end - crc_len
-    if text_at > stop:
-        return None, None
-    return _text(buf[db_at : db_at + db_len]), _text(buf[text_at:stop])
+SPLIT_BYTES = 32 << 20  # a file larger than this is read by several partitions (option `split_bytes`)
 
 
 @dataclass
-class FileScan:
-    """What a scan of one file found besides its events (torn tail, bad magic)."""
+class Split:
+    """One partition's work: a range of one file (see binlog_decode.RangeStart) and its first event's ordinal."""
 
-    end: int = 0
-    size: int = 0
-    error: str | None = None
+    path: str
+    file_index: int
+    rs: RangeStart
+    first_ordinal: int
 
 
-def iter_file_rows(path: Path, file_index: int = 0, *, statements: bool = True,
-                   scan: FileScan | None = None, source_file: str | None = None) -> Iterator[list[Any]]:
-    """Rows of one file as column lists (see COLUMNS), in chunks of at most BATCH_ROWS events.
-
-    Stops at a torn tail or an impossible length (recorded in `scan`): the audit reports those itself.
-    """
-    scan = scan if scan is not None else FileScan()
+def plan_splits(path: Path, file_index: int, source_file: str | None, split_bytes: int = SPLIT_BYTES
+                ) -> list[Split]:
+    """The ranges of one file: the whole file when it is at most `split_bytes`, else ranges of about
+    `split_bytes` each starting at a GTID event (a group start), found by a header walk on the driver (one length
+    read per event; types, FDEs and upstream ROTATEs gathered by numpy). Rows do not depend on the split."""
     name = path.name
+    size = path.stat().st_size
+    whole = Split(str(path), file_index, RangeStart(4, None, 0, source_file or name, None), 0)
+    if size <= split_bytes or size < 4 + HEADER_LEN:
+        return [whole]
+    with path.open("rb") as fh:
+        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        if buf[:4] != BINLOG_MAGIC:
+            return [whole]
+        starts = walk(buf, 4, size, WalkEnd())
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        idx = starts[:, None] + np.arange(HEADER_LEN, dtype=np.int64)
+        h = np.ascontiguousarray(arr[idx]).view(HEADER_DTYPE).reshape(-1)
+        types, flags, lengths = h["type"], h["flags"], h["len"].astype(np.int64)
+        gtids = starts[types == GTID_EVENT]
+        fdes = np.flatnonzero(types == FORMAT_DESCRIPTION_EVENT)
+        relay_sid = None
+        if len(fdes) and flags[fdes[0]] & LOG_EVENT_RELAY_LOG_F:
+            relay_sid = int(h["sid"][fdes[0]])
+        own = (flags & LOG_EVENT_RELAY_LOG_F) != 0
+        if relay_sid is not None:
+            own |= h["sid"] == relay_sid
+        rotates = np.flatnonzero((types == ROTATE_EVENT) & ~own)
+        cuts = sorted({int(gtids[k]) for k in np.searchsorted(gtids, np.arange(split_bytes, size, split_bytes))
+                       if k < len(gtids)} - {4})
+        out: list[Split] = []
+        bounds = [4, *cuts]
+        for i, b in enumerate(bounds):
+            first = int(np.searchsorted(starts, b))
+            crc_len, src = 0, source_file or name
+            before = fdes[fdes < first]
+            if len(before):
+                k = int(before[-1])
+                crc_len = fde_crc_len(buf, int(starts[k]), int(starts[k] + lengths[k]))
+            rb = rotates[rotates < first]
+            if len(rb):
+                k = int(rb[-1])
+                cl = crc_len  # the ROTATE's checksum length: that of the FDE before it
+                fb = fdes[fdes < k]
+                if len(fb):
+                    j = int(fb[-1])
+                    cl = fde_crc_len(buf, int(starts[j]), int(starts[j] + lengths[j]))
+                if lengths[k] >= HEADER_LEN + 8 + cl:
+                    src = buf[int(starts[k]) + HEADER_LEN + 8 : int(starts[k] + lengths[k]) - cl].decode(
+                        "utf-8", "replace")
+            stop = bounds[i + 1] if i + 1 < len(bounds) else None
+            out.append(Split(str(path), file_index, RangeStart(b, stop, crc_len if b > 4 else 0, src,
+                                                               relay_sid if b > 4 else None), first))
+        del arr, h, types, flags  # numpy views of the mmap: released before it is closed
+        return out
+    finally:
+        buf.close()
+
+
+def iter_split_batches(split: Split, statements: bool = True, scan: WalkEnd | None = None) -> Iterator[Any]:
+    """Arrow RecordBatches of one split (the data source's unit of work); `scan` gets where the walk stopped."""
+    scan = scan if scan is not None else WalkEnd()
+    path = Path(split.path)
     with path.open("rb") as fh:
         size = fh.seek(0, 2)
-        scan.size = size
         if size < 4:
             scan.error = "shorter than the binlog magic"
             return
@@ -154,109 +194,17 @@ def iter_file_rows(path: Path, file_index: int = 0, *, statements: bool = True,
         if buf[:4] != BINLOG_MAGIC:
             scan.error = "not a binlog file (bad magic)"
             return
-        yield from _scan(buf, name, file_index, statements, scan, source_file or name)
+        yield from decode_range(buf, path.name, split.file_index, split.rs, statements, split.first_ordinal, scan)
     finally:
-        buf.close()
+        with contextlib.suppress(BufferError):  # a consumer that stopped early holds a view: closed when collected
+            buf.close()
 
 
-def _scan(buf: mmap.mmap, name: str, file_index: int, statements: bool, scan: FileScan, src_file: str
-          ) -> Iterator[list[Any]]:
-    unpack = _HEADER.unpack_from
-    n = len(buf)
-    p = 4
-    ordinal = 0
-    crc_len = 0
-    relay_sid: int | None = None  # server_id of the replica that wrote this relay log
-    tracker = GroupTracker()
-    group_no = 0
-    trx: str | None = None
-    cols: list[list[Any]] = [[] for _ in COLUMNS]
-    (c_file, c_fidx, c_start, c_end, c_ord, c_type, c_tname, c_flags, c_sid, c_ts, c_len, c_logpos, c_crc, c_gd,
-     c_gs, c_gq, c_gst, c_trx, c_gend, c_db, c_stmt, c_own, c_sfile, c_sstart, c_send) = cols
-    names = EVENT_TYPE_NAMES
-    while n - p >= HEADER_LEN:
-        ts, typ, sid, length, log_pos, flags = unpack(buf, p)
-        if length < HEADER_LEN:
-            scan.error = f"bogus event length {length} at {p}"
-            break
-        end = p + length
-        if end > n:
-            break
-        gd = gs = gq = gst = None
-        db = stmt = None
-        if typ == FORMAT_DESCRIPTION_EVENT:
-            try:
-                crc_len = 4 if fde_checksum_alg(buf[p:end]) == BINLOG_CHECKSUM_ALG_CRC32 else 0
-            except BinlogFormatError:
-                crc_len = 0
-            if relay_sid is None and flags & LOG_EVENT_RELAY_LOG_F:
-                relay_sid = sid
-        elif typ == GTID_EVENT:
-            try:
-                gd, gs, gq, f2 = peek_gtid(buf, p)
-                gst = bool(f2 & 1)
-            except ValueError:
-                pass
-        elif statements and typ == QUERY_EVENT:
-            db, stmt = _query_db_and_text(buf, p, end, crc_len)
-        elif statements and typ == ANNOTATE_ROWS_EVENT:
-            stmt = _text(buf[p + HEADER_LEN : end - crc_len])
-        own = bool(flags & LOG_EVENT_RELAY_LOG_F) or (relay_sid is not None and sid == relay_sid)
-        if gd is not None:
-            trx = f"{gd}-{gs}-{gq}"
-        elif not tracker.inside:
-            group_no += 1
-            trx = f"{name}#{group_no}"
-        try:
-            ends = tracker.feed(buf, p, end, crc_len)
-        except ValueError:
-            ends = True
-        c_file.append(name)
-        c_fidx.append(file_index)
-        c_start.append(p)
-        c_end.append(end)
-        c_ord.append(ordinal)
-        c_type.append(typ)
-        c_tname.append(names.get(typ, "Unknown"))
-        c_flags.append(flags)
-        c_sid.append(sid)
-        c_ts.append(ts)
-        c_len.append(length)
-        c_logpos.append(log_pos)
-        c_crc.append(crc_ok(buf[p:end]) if crc_len or typ == FORMAT_DESCRIPTION_EVENT else None)
-        c_gd.append(gd)
-        c_gs.append(gs)
-        c_gq.append(gq)
-        c_gst.append(gst)
-        c_trx.append(trx)
-        c_gend.append(ends)
-        c_db.append(db)
-        c_stmt.append(stmt)
-        c_own.append(own)
-        c_sfile.append(src_file)
-        if log_pos:
-            c_sstart.append(log_pos - length)
-            c_send.append(log_pos)
-        elif typ == FORMAT_DESCRIPTION_EVENT:  # sent with log_pos zeroed: FDEs live at 4
-            c_sstart.append(4)
-            c_send.append(4 + length)
-        else:
-            c_sstart.append(None)
-            c_send.append(None)
-        if ends:
-            trx = None
-        if typ == ROTATE_EVENT and not own and length >= HEADER_LEN + 8 + crc_len:  # the upstream's next file
-            src_file = _text(buf[p + HEADER_LEN + 8 : end - crc_len])
-        ordinal += 1
-        p = end
-        if len(c_start) >= BATCH_ROWS:
-            yield cols
-            cols = [[] for _ in COLUMNS]
-            (c_file, c_fidx, c_start, c_end, c_ord, c_type, c_tname, c_flags, c_sid, c_ts, c_len, c_logpos, c_crc,
-             c_gd, c_gs, c_gq, c_gst, c_trx, c_gend, c_db, c_stmt, c_own, c_sfile, c_sstart, c_send) = cols
-    scan.end = p
-    if c_start:
-        yield cols
+def iter_file_batches(path: Path, file_index: int = 0, statements: bool = True, source_file: str | None = None
+                      ) -> Iterator[Any]:
+    """Arrow RecordBatches of a whole file in one pass (what every split plan must reproduce)."""
+    yield from iter_split_batches(Split(str(path), file_index, RangeStart(4, None, 0, source_file or path.name,
+                                                                         None), 0), statements)
 
 
 def upstream_files(files: Sequence[Path]) -> list[str | None]:
@@ -285,26 +233,15 @@ def upstream_files(files: Sequence[Path]) -> list[str | None]:
                 except BinlogFormatError:
                     crc_len = 0
             elif typ == ROTATE_EVENT and not flags & LOG_EVENT_RELAY_LOG_F:
-                current = _text(data[p + HEADER_LEN + 8 : p + length - crc_len])
+                current = text(data[p + HEADER_LEN + 8 : p + length - crc_len])
             p += length
     return out
 
 
-def _arrow_schema() -> Any:
+def arrow_schema() -> Any:
     import pyarrow as pa
 
     return pa.schema([(n, getattr(pa, t)()) for n, _, t in COLUMNS])
-
-
-def iter_file_batches(path: Path, file_index: int, statements: bool = True, source_file: str | None = None
-                      ) -> Iterator[Any]:
-    """Arrow RecordBatches of one file (the data source's unit of work)."""
-    import pyarrow as pa
-
-    schema = _arrow_schema()
-    for cols in iter_file_rows(path, file_index, statements=statements, source_file=source_file):
-        yield pa.RecordBatch.from_arrays([pa.array(c, type=schema.field(i).type) for i, c in enumerate(cols)],
-                                         schema=schema)
 
 
 try:  # the data source classes need PySpark; the row decoder above does not
@@ -315,25 +252,22 @@ except ImportError:  # pragma: no cover - pyspark is an optional dependency of t
     InputPartition = object  # type: ignore[assignment,misc]
 
 
-class _FilePartition(InputPartition):  # type: ignore[misc,valid-type]
-    def __init__(self, path: str, file_index: int, source_file: str | None) -> None:
-        self.path = path
-        self.file_index = file_index
-        self.source_file = source_file
+class _SplitPartition(InputPartition):  # type: ignore[misc,valid-type]
+    def __init__(self, split: Split) -> None:
+        self.split = split
 
 
 class BinlogReader(DataSourceReader):  # type: ignore[misc,valid-type]
-    def __init__(self, files: Sequence[Path], statements: bool) -> None:
-        self.files = [str(f) for f in files]
-        self.sources = upstream_files(files)
+    def __init__(self, files: Sequence[Path], statements: bool, split_bytes: int = SPLIT_BYTES) -> None:
+        self.splits = [sp for i, (f, src) in enumerate(zip(files, upstream_files(files), strict=True))
+                       for sp in plan_splits(f, i, src, split_bytes)]
         self.statements = statements
 
-    def partitions(self) -> list[_FilePartition]:
-        return [_FilePartition(f, i, src) for i, (f, src) in enumerate(zip(self.files, self.sources, strict=True))]
+    def partitions(self) -> list[_SplitPartition]:
+        return [_SplitPartition(sp) for sp in self.splits]
 
-    def read(self, partition: _FilePartition) -> Iterator[Any]:
-        yield from iter_file_batches(Path(partition.path), partition.file_index, self.statements,
-                                     partition.source_file)
+    def read(self, partition: _SplitPartition) -> Iterator[Any]:
+        yield from iter_split_batches(partition.split, self.statements)
 
 
 class BinlogDataSource(DataSource):  # type: ignore[misc,valid-type]
@@ -351,7 +285,13 @@ class BinlogDataSource(DataSource):  # type: ignore[misc,valid-type]
         if not path:
             raise BinlogSourceError("binlog data source: give a directory or file: .load(DIR)")
         statements = str(self.options.get("statements", "true")).lower() != "false"
-        return BinlogReader(list_files(path), statements)
+        try:
+            split_bytes = int(self.options.get("split_bytes", SPLIT_BYTES))
+        except ValueError as e:
+            raise BinlogSourceError(f"binlog data source: split_bytes must be a number of bytes: {e}") from e
+        if split_bytes < 1:
+            raise BinlogSourceError("binlog data source: split_bytes must be at least 1")
+        return BinlogReader(list_files(path), statements, split_bytes)
 
 
 def register(spark: Any) -> None:

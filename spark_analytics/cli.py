@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{s['findings_total'] - errors} warning(s)")
     for f in s["findings"][:20]:
         where = f"{f['file']}:{f['pos']}" if f["file"] else ""
-        print(f"  [{f['check']}] {f['severity']} conn {f['connection_id']} {where} {f['message']}")
+        conn = "" if f["connection_id"] is None else f" conn {f['connection_id']}"
+        print(f"  [{f['check']}] {f['severity']}{conn} {where} {f['message']}")
     print(f"report: {paths['html']}  summary: {paths['summary']}  findings: {paths['findings']}")
     return 0 if s["consistent"] else 1
 

@@ -9,9 +9,10 @@ from typing import Any
 
 from .checks import CHECK_NAMES, FINDING_DDL
 
-COLORS = {"sent": "#4c9a6a", "hole": "#d9534f", "dummy": "#f0ad4e", "begin": "#5b8fd9", "fake": "#9b7fc7",
-          "error": "#333333"}
-ACTIONS = ("sent", "hole", "dummy", "begin", "fake")
+# `skipped` (groups a GTID connect skipped: the replica has them) is grey, never the red of withheld holes
+COLORS = {"sent": "#4c9a6a", "hole": "#d9534f", "skipped": "#a8a8a8", "dummy": "#f0ad4e", "begin": "#5b8fd9",
+          "fake": "#9b7fc7", "error": "#333333"}
+ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "fake")
 
 
 def write_outputs(spark: Any, out_dir: Path, summary: dict[str, Any], findings: list[tuple],
@@ -121,7 +122,8 @@ def render_html(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]
     h.append("</table>")
     # per connection
     h.append("<h2>Connections</h2><table class='wide'><tr><th>conn</th><th>replica</th><th>start → end</th>"
-             "<th>events per action</th><th>bytes per action</th><th>behind at end</th><th>withheld</th></tr>")
+             "<th>events per action</th><th>bytes per action</th><th>behind at end</th><th>withheld</th>"
+             "<th>skipped at GTID connect</th></tr>")
     for c in summary["connections"]:
         cap = f"cap {c['capability']}" + ("" if c["capability_set"] else " (unset)")
         rep = (f"server_id {c['server_id']}<br>{_e(cap)}<br>skip_replication {'on' if c['skip_replication'] else 'off'}"
@@ -134,12 +136,16 @@ def render_html(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]
         w = c["withheld"]
         gt = ", ".join(w["gtids"][:8]) + (" …" if len(w["gtids"]) > 8 or w.get("gtids_truncated") else "")
         wh = f"{w['transactions']} trx, {w['content_bytes'] or 0:,} bytes<br><small>{_e(gt)}</small>"
+        k = c.get("skipped_at_connect") or {"transactions": 0, "gtids": [], "content_bytes": 0}
+        sk = (f"{k['transactions']} trx, {k['content_bytes'] or 0:,} bytes<br><small>{_e(', '.join(k['gtids'][:8]))}"
+              f"{' …' if len(k['gtids']) > 8 else ''}</small>")
         h.append(f"<tr><td>#{c['connection_id']}</td><td>{rep}</td><td>{se}</td><td>{_bars(c, 'actions', 300)}</td>"
-                 f"<td>{_bars(c, 'bytes', 300)}</td><td>{beh}</td><td>{wh}</td></tr>")
+                 f"<td>{_bars(c, 'bytes', 300)}</td><td>{beh}</td><td>{wh}</td><td>{sk}</td></tr>")
     h.append("</table>")
     h.append("<h2>Position timeline</h2><p class='sub'>Each row is one connection across the binlog files (width ∝ "
              "bytes); full-height green = sent as stored, colored ticks = filtered (height ∝ share of the slice's "
-             "events): <span class='k' style='background:#d9534f'></span>hole <span class='k' "
+             "events): <span class='k' style='background:#d9534f'></span>hole (withheld) <span class='k' "
+             "style='background:#a8a8a8'></span>skipped at GTID connect (the replica has it) <span class='k' "
              "style='background:#f0ad4e'></span>dummy <span class='k' style='background:#5b8fd9'></span>begin</p>")
     h.append(_timeline_svg(summary, timeline))
     if summary["relay"]:

@@ -1,0 +1,334 @@
+"""Decoding a byte range of a binlog/relay-log file into Arrow columns (one row per event), vectorised.
+
+The only per-event Python is the walk (an event's start is the previous one's end: a loop that reads one length per
+event), the group state machine (over integer arrays) and zlib's CRC32 per event; every header field, the GTID fields
+and the upstream positions are gathered from the mmap by numpy over the fixed 19-byte headers. QUERY / ANNOTATE_ROWS
+bodies are parsed in Python only when statements are asked for (and only for those events).
+
+A range always starts at a file's first event or at a GTID event (a group start: see `plan_splits`), so its rows do
+not depend on where the file was split: the state a range needs from before it (checksum length, the upstream file
+of a relay log, the relay's own server_id) is found by the planner's walk and handed over in `RangeStart`.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+from binlogd.protocol.checksum import crc_ok
+from binlogd.protocol.constants import (
+    ANNOTATE_ROWS_EVENT,
+    BINLOG_CHECKSUM_ALG_CRC32,
+    EVENT_TYPE_NAMES,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    HEADER_LEN,
+    LOG_EVENT_IGNORABLE_F,
+    LOG_EVENT_RELAY_LOG_F,
+    QUERY_EVENT,
+    ROTATE_EVENT,
+    XA_PREPARE_LOG_EVENT,
+    XID_EVENT,
+)
+from binlogd.protocol.groups import PART_OF_GROUP
+
+_LEN = struct.Struct("<I")
+HEADER_DTYPE = np.dtype([("ts", "<u4"), ("type", "u1"), ("sid", "<u4"), ("len", "<u4"), ("log_pos", "<u4"),
+                          ("flags", "<u2")])
+GTID_BODY_DTYPE = np.dtype([("seq", "<u8"), ("domain", "<u4"), ("flags2", "u1")])
+_TYPE_NAMES = [EVENT_TYPE_NAMES.get(t, "Unknown") for t in range(256)]
+_PART_OF_GROUP = np.zeros(256, dtype=bool)
+_PART_OF_GROUP[list(PART_OF_GROUP)] = True
+CHUNK_EVENTS = 65536  # events per Arrow batch
+
+
+@dataclass(frozen=True)
+class RangeStart:
+    """Where a range of a file begins and the state the events before it leave."""
+
+    start: int  # offset of the range's first event (4, or a GTID event)
+    stop: int | None  # offset the range ends at (an event start), None: the file's end
+    crc_len: int  # 4 when the last FDE before `start` announced CRC32 (0 before any FDE)
+    source_file: str  # relay logs: the upstream file current at `start`; primary binlogs: the file itself
+    relay_sid: int | None  # server_id of the relay's own FDE (flag 0x40), None for a primary binlog
+
+
+@dataclass
+class WalkEnd:
+    """Where a walk stopped: `end` (after the last whole event) and why, when it is not the range's end."""
+
+    end: int = 0
+    error: str | None = None
+
+
+def walk(buf: Any, start: int, stop: int, out: WalkEnd) -> np.ndarray:
+    """Starts of the whole events in buf[start:stop): the one sequential step (a length read per event)."""
+    unpack = _LEN.unpack_from
+    starts: list[int] = []
+    add = starts.append
+    p = start
+    last = stop - HEADER_LEN
+    while p <= last:
+        length = unpack(buf, p + 9)[0]
+        if length < HEADER_LEN:
+            out.error = f"bogus event length {length} at {p}"
+            break
+        if p + length > stop:
+            break
+        add(p)
+        p += length
+    out.end = p
+    return np.fromiter(starts, dtype=np.int64, count=len(starts))
+
+
+def fde_crc_len(buf: Any, p: int, end: int) -> int:
+    try:
+        return 4 if fde_checksum_alg(buf[p:end]) == BINLOG_CHECKSUM_ALG_CRC32 else 0
+    except BinlogFormatError:
+        return 0
+
+
+def text(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def _query_db_and_text(buf: Any, pos: int, end: int, crc_len: int) -> tuple[str | None, str | None]:
+    body = pos + HEADER_LEN
+    if end - crc_len - body < 13:
+        return None, None
+    db_len = buf[body + 8]
+    status_len = buf[body + 11] | (buf[body + 12] << 8)
+    db_at = body + 13 + status_len
+    text_at = db_at + db_len + 1
+    stop = end - crc_len
+    if text_at > stop:
+        return None, None
+    return text(buf[db_at : db_at + db_len]), text(buf[text_at:stop])
+
+
+class RangeDecoder:
+    """Decodes one range chunk by chunk; carries the group/relay state from chunk to chunk."""
+
+    def __init__(self, buf: Any, name: str, file_index: int, rs: RangeStart, statements: bool) -> None:
+        self.buf = buf
+        self.arr = np.frombuffer(buf, dtype=np.uint8)
+        self.name = name
+        self.file_index = file_index
+        self.crc_len = rs.crc_len
+        self.src_file = rs.source_file
+        self.relay_sid = rs.relay_sid
+        self.statements = statements
+        self.state = 0  # 0 outside a group, 1 standalone group, 2 transaction (protocol/groups.py)
+        self.trx_carried: str | None = None  # trx of the group still open at the previous chunk's end
+
+    def _headers(self, starts: np.ndarray) -> np.ndarray:
+        idx = starts[:, None] + np.arange(HEADER_LEN, dtype=np.int64)
+        return np.ascontiguousarray(self.arr[idx]).view(HEADER_DTYPE).reshape(-1)
+
+    def _u32_at(self, offs: np.ndarray) -> np.ndarray:
+        idx = offs[:, None] + np.arange(4, dtype=np.int64)
+        return np.ascontiguousarray(self.arr[idx]).view("<u4").reshape(-1)
+
+    def decode(self, starts: np.ndarray) -> tuple[Any, list[Any]]:
+        """The schema and columns of one batch for the events at `starts` (consecutive whole events); the
+        `ordinal` column is left None for the caller."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from .binlog_source import arrow_schema
+
+        buf, arr, n = self.buf, self.arr, len(starts)
+        h = self._headers(starts)
+        types = h["type"].astype(np.int32)
+        flags = h["flags"].astype(np.int32)
+        sids = h["sid"].astype(np.int64)
+        lengths = h["len"].astype(np.int64)
+        log_pos = h["log_pos"].astype(np.int64)
+        ends = starts + lengths
+        is_fde = types == FORMAT_DESCRIPTION_EVENT
+        # checksum length per event: a step function over the FDEs of the chunk
+        crc_len = np.full(n, self.crc_len, dtype=np.int64)
+        fde_idx = np.flatnonzero(is_fde).tolist()
+        for i in fde_idx:
+            self.crc_len = fde_crc_len(buf, int(starts[i]), int(ends[i]))
+            crc_len[i:] = self.crc_len
+            if self.relay_sid is None and flags[i] & LOG_EVENT_RELAY_LOG_F:
+                self.relay_sid = int(sids[i])
+        # CRC: zlib per event over the mmap (no copies), FDEs through the one checksum rule (in-use flag)
+        crc = np.zeros(n, dtype=bool)
+        has_crc = (crc_len > 0) | is_fde
+        sel = np.flatnonzero((crc_len > 0) & ~is_fde)
+        if len(sel):
+            mv, crc32 = memoryview(buf), zlib.crc32
+            computed = np.array([crc32(mv[a:b]) for a, b in zip(starts[sel].tolist(), (ends[sel] - 4).tolist(),
+                                                                strict=True)], dtype=np.uint32)
+            crc[sel] = computed == self._u32_at(ends[sel] - 4)
+        for i in fde_idx:
+            crc[i] = crc_ok(buf[int(starts[i]) : int(ends[i])])
+        # GTID fields, gathered from the bodies
+        is_gtid = (types == GTID_EVENT) & (lengths >= HEADER_LEN + 13)
+        g_idx = np.flatnonzero(is_gtid)
+        g = np.ascontiguousarray(arr[(starts[g_idx] + HEADER_LEN)[:, None] + np.arange(13, dtype=np.int64)]
+                                 ).view(GTID_BODY_DTYPE).reshape(-1)
+        gd = np.zeros(n, dtype=np.int64)
+        gq = np.zeros(n, dtype=np.int64)
+        gst = np.zeros(n, dtype=bool)
+        gd[g_idx] = g["domain"]
+        gq[g_idx] = g["seq"].astype(np.int64)
+        gst[g_idx] = (g["flags2"] & 1).astype(bool)
+        not_gtid = ~is_gtid
+        # statements (only QUERY / ANNOTATE_ROWS, only when asked)
+        is_query = types == QUERY_EVENT
+        db: list[str | None] = [None] * n
+        stmt: list[str | None] = [None] * n
+        if self.statements:
+            st_l, en_l, cl_l = starts.tolist(), ends.tolist(), crc_len.tolist()
+            for i in np.flatnonzero(is_query).tolist():
+                db[i], stmt[i] = _query_db_and_text(buf, st_l[i], en_l[i], cl_l[i])
+            for i in np.flatnonzero(types == ANNOTATE_ROWS_EVENT).tolist():
+                stmt[i] = text(buf[st_l[i] + HEADER_LEN : en_l[i] - cl_l[i]])
+        # groups: trx per event (GTID `d-s-n` of its group, else `file#pos` of the group's first event)
+        gid, group_end = self._groups(types, flags, starts, ends, crc_len, is_query, is_gtid, gst)
+        gtid_key = pc.binary_join_element_wise(pa.array(gd).cast(pa.string()), pa.array(sids).cast(pa.string()),
+                                               pa.array(gq).cast(pa.string()), "-")
+        pos_key = pc.binary_join_element_wise(pa.scalar(self.name), pa.array(starts).cast(pa.string()), "#")
+        keys = pa.concat_arrays([pc.if_else(pa.array(is_gtid), gtid_key, pos_key),
+                                 pa.array([self.trx_carried, None], pa.string())])
+        trx = pc.take(keys, pa.array(np.where(gid == -1, n, np.where(gid == -2, n + 1, gid))))
+        last = int(gid[-1]) if n else -1
+        self.trx_carried = (None if last == -2 or group_end[-1] else
+                            self.trx_carried if last == -1 else trx[n - 1].as_py())
+        # relay logs: own events, and the upstream file (changed by the upstream's ROTATE events)
+        own = (flags & LOG_EVENT_RELAY_LOG_F) != 0
+        if self.relay_sid is not None:
+            own |= sids == self.relay_sid
+        rot = np.flatnonzero((types == ROTATE_EVENT) & ~own & (lengths >= HEADER_LEN + 8 + crc_len)).tolist()
+        names = [self.src_file]
+        src_idx = np.zeros(n, dtype=np.int32)
+        for i in rot:  # the events after it are in the upstream's next file
+            self.src_file = text(buf[int(starts[i]) + HEADER_LEN + 8 : int(ends[i] - crc_len[i])])
+            names.append(self.src_file)
+            src_idx[i + 1 :] = len(names) - 1
+        s_start = np.where(log_pos != 0, log_pos - lengths, np.where(is_fde, 4, 0))
+        s_end = np.where(log_pos != 0, log_pos, np.where(is_fde, 4 + lengths, 0))
+        no_src = (log_pos == 0) & ~is_fde
+        schema = arrow_schema()
+        cols = [
+            _repeat(self.name, n),
+            pa.array(np.full(n, self.file_index, dtype=np.int32)),
+            pa.array(starts), pa.array(ends),
+            None,  # ordinal: filled by the caller (it knows the file's event count so far)
+            pa.array(types),
+            pa.DictionaryArray.from_arrays(pa.array(types), pa.array(_TYPE_NAMES)).cast(pa.string()),
+            pa.array(flags), pa.array(sids), pa.array(h["ts"].astype(np.int64)),
+            pa.array(lengths.astype(np.int32)), pa.array(log_pos),
+            pa.array(crc, mask=~has_crc),
+            pa.array(gd, mask=not_gtid), pa.array(sids, mask=not_gtid), pa.array(gq, mask=not_gtid),
+            pa.array(gst, mask=not_gtid),
+            trx, pa.array(group_end),
+            pa.array(db, pa.string()), pa.array(stmt, pa.string()),
+            pa.array(own), pa.DictionaryArray.from_arrays(pa.array(src_idx), pa.array(names, pa.string())
+                                                          ).cast(pa.string()),
+            pa.array(s_start, mask=no_src), pa.array(s_end, mask=no_src),
+        ]
+        return schema, cols
+
+    def _query_words(self, starts: np.ndarray, ends: np.ndarray, crc_len: np.ndarray, q: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """For the QUERY events `q` (indexes): is the statement `BEGIN`, does it end a transaction (`COMMIT`,
+        `ROLLBACK`, `XA COMMIT...`, `XA ROLLBACK...`): protocol/groups.py's words, compared on gathered bytes."""
+        arr = self.arr
+        body = starts[q] + HEADER_LEN
+        stop = ends[q] - crc_len[q]
+        ok = stop - body >= 13
+        body_c = np.where(ok, body, 0)
+        db_len = arr[body_c + 8].astype(np.int64)
+        status_len = arr[body_c + 11].astype(np.int64) | (arr[body_c + 12].astype(np.int64) << 8)
+        at = body_c + 13 + status_len + db_len + 1
+        n_txt = stop - at
+        ok &= n_txt >= 0
+        w = 11
+        idx = np.clip(at[:, None] + np.arange(w, dtype=np.int64), 0, len(arr) - 1)
+        head = arr[idx]
+        valid = np.arange(w)[None, :] < n_txt[:, None]
+        head = np.where(valid, head, 0)
+
+        def word(wd: bytes, exact: bool) -> np.ndarray:
+            m = (head[:, : len(wd)] == np.frombuffer(wd, dtype=np.uint8)).all(axis=1) & (n_txt >= len(wd))
+            return ok & m & (n_txt == len(wd) if exact else True)
+
+        begin = word(b"BEGIN", True)
+        end = word(b"COMMIT", True) | word(b"ROLLBACK", True) | word(b"XA COMMIT", False) | word(b"XA ROLLBACK",
+                                                                                                 False)
+        return begin, end
+
+    def _groups(self, types: np.ndarray, flags: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                crc_len: np.ndarray, is_query: np.ndarray, is_gtid: np.ndarray, standalone: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """protocol/groups.py's state machine over the chunk, on integer codes: per event the index of its group's
+        first event (-1: a group carried from the previous chunk, -2: none) and `group_end`."""
+        n = len(types)
+        code = np.zeros(n, dtype=np.int8)  # 0 other
+        q = np.flatnonzero(is_query)
+        begin, end = self._query_words(starts, ends, crc_len, q)
+        code[np.isin(types, (XID_EVENT, XA_PREPARE_LOG_EVENT))] = 4
+        code[q[end]] = 4  # ends a transaction
+        code[q[begin]] = 3  # BEGIN
+        code[(types == GTID_EVENT) & ~is_gtid] = 6  # too short: groups.py raises, it ends its group
+        code[is_gtid & ~standalone] = 1
+        code[is_gtid & standalone] = 2
+        cont = (_PART_OF_GROUP[types] | ((flags & LOG_EVENT_IGNORABLE_F) != 0)).tolist()  # stays in a standalone
+        gid = [0] * n
+        gend = [False] * n
+        state = self.state  # 0 outside, 1 standalone group, 2 transaction
+        cur = -1 if self.trx_carried is not None else -2
+        for i, c in enumerate(code.tolist()):
+            if c == 1 or c == 2:
+                cur = i
+                gid[i] = i
+                state = 2 if c == 1 else 1
+                continue
+            if state == 0:
+                gid[i] = i
+                if c == 3:
+                    cur = i
+                    state = 2
+                else:
+                    gend[i] = True
+                    cur = -2
+                continue
+            gid[i] = cur
+            if c == 6 or (state == 1 and not cont[i]) or (state == 2 and c == 4):
+                gend[i] = True
+                cur = -2
+                if c != 6:
+                    state = 0
+        self.state = state
+        return np.array(gid, dtype=np.int64), np.array(gend, dtype=bool)
+
+
+def _repeat(value: str, n: int) -> Any:
+    import pyarrow as pa
+
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
+
+
+def decode_range(buf: Any, name: str, file_index: int, rs: RangeStart, statements: bool, first_ordinal: int,
+                 out: WalkEnd) -> Iterator[Any]:
+    """Arrow RecordBatches of the whole events of buf[rs.start:rs.stop), ordinals from `first_ordinal`."""
+    import pyarrow as pa
+
+    stop = len(buf) if rs.stop is None else rs.stop
+    starts = walk(buf, rs.start, stop, out)
+    dec = RangeDecoder(buf, name, file_index, rs, statements)
+    for k in range(0, len(starts), CHUNK_EVENTS):
+        chunk = starts[k : k + CHUNK_EVENTS]
+        schema, cols = dec.decode(chunk)
+        cols[4] = pa.array(np.arange(first_ordinal + k, first_ordinal + k + len(chunk), dtype=np.int64))
+        yield pa.RecordBatch.from_arrays(cols, schema=schema)
+    dec.arr = np.empty(0, dtype=np.uint8)  # the view of the mmap released: the caller closes it
