@@ -224,7 +224,7 @@ def test_garbage_instead_of_tls_hello_closes_only_that_connection(tls_server: An
     with tls_server.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT 6 * 7")
         assert cur.fetchall() == ((42,),)
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 8  # not held up by the stalled hello (it waits 10 s before it is closed)
     assert _closed_within(stalled, 15), "a stalled TLS hello was kept past the handshake timeout"
     garbage.close()
     stalled.close()
