@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import struct
 import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from binlogd.protocol.constants import STMT_END_F
-from binlogd.protocol.events import RowsBody
+from binlogd.protocol.events import EventDecodeError, RowsBody
 from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list
 
 from .filters import FilterError, TableFilter, add_filter_options, table_filter_of
@@ -180,11 +181,13 @@ class Run:
             self.writer = BinlogOutput(args.output_binlog, several=len(args.files) > 1)
             self.ranges.first_file, self.ranges.start_position = Path(args.files[0]).name, args.start_position
         self.file: str | None = None
+        self.current: Item | None = None  # for error messages
         self.stopped = False
 
     def item(self, item: Item) -> None:
         if self.stopped:
             return
+        self.current = item
         verdict = self.ranges.decide(item)
         if verdict is Verdict.STOP:
             self.stopped = True
@@ -268,6 +271,10 @@ def main(argv: list[str]) -> int:
         status = 130
     except BrokenPipeError:
         return 0
+    except (EventDecodeError, ValueError, IndexError, struct.error) as e:  # an event the decoders do not expect
+        where = f"{run.current.file}: event at position {run.current.pos}" if run.current else "reading"
+        print(f"ERROR: {where} cannot be printed: {e}", file=sys.stderr)
+        status = 1
     finally:
         progress.close()
         try:
