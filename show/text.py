@@ -73,6 +73,7 @@ from binlogd.protocol.constants import (
     RAND_EVENT,
     REAL_RESULT,
     ROTATE_EVENT,
+    ROWS_QUERY_LOG_EVENT,
     STMT_END_F,
     STOP_EVENT,
     STRING_RESULT,
@@ -281,6 +282,8 @@ class Printer:
             handler(ev)
         elif ev.header.type_code == TABLES_INFO_EVENT:
             self._tables_info(ev)
+        elif ev.header.type_code == ROWS_QUERY_LOG_EVENT and isinstance(ev.body, UnknownBody):
+            self._rows_query(ev, ev.body)
         else:
             self._unknown(ev)
 
@@ -512,6 +515,12 @@ class Printer:
             tables = b"(undecodable)"
         self.out.write(self._header(ev) + b"\tIgnorable\n# Ignorable event type %d (Tables_info)\n"
                        b"# Tables_info: %s\n" % (ev.header.type_code, tables))
+
+    def _rows_query(self, ev: Event, body: UnknownBody) -> None:
+        """MySQL's Rows_query (type 29, ignorable): the statement of the rows events after it, each line a comment
+        (MySQL mysqlbinlog's text; MariaDB writes Annotate_rows instead)."""
+        lines = [line for line in body.raw[1:].split(b"\n") if line]
+        self.out.write(self._header(ev) + b"\tRows_query\n" + b"".join(b"# " + line + b"\n" for line in lines))
 
     def _unknown(self, ev: Event) -> None:
         """An unknown type: ignorable ones as mariadb-binlog's Ignorable_log_event, others (--force-read) as
