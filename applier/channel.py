@@ -80,11 +80,11 @@ from binlogd.protocol.events import (
     parse_event,
 )
 from binlogd.protocol.tables_info import TABLES_INFO_EVENT
+from binlogd.protocol.tls_options import ssl_status_columns
 
 from .apply import ApplyError, Group, TargetSession
 from .counters import Counters, group_kind, heartbeat_period
 from .position import Position
-from .status import ssl_columns
 
 if TYPE_CHECKING:
     from .config import ApplierConfig, ChannelConfig
@@ -486,7 +486,7 @@ class Channel:
                                                                 "updates" if sql_running else ""),
             "Retried_transactions": self.session.retried,
             "Slave_heartbeat_period": heartbeat_period(self.config.heartbeat_s),
-            **ssl_columns(src.tls),
+            **ssl_status_columns(src.tls),
             **self.counters.columns(),
             "Replicate_Events_Marked_For_Skip": self.applier.skip_mode,
             "Events_Skipped_Flagged": self.skipped_flagged,

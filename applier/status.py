@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from binlogd.protocol.events import Gtid
-from binlogd.protocol.tls_options import TlsOptions
 
 from .filters import FilterSet
 from .position import Position
@@ -40,7 +39,7 @@ ALL_SLAVES_COLUMNS: tuple[str, ...] = (
 FIXED: Final[dict[str, Any]] = {
     # no START SLAVE UNTIL
     "Until_Condition": "None", "Until_Log_File": "", "Until_Log_Pos": 0,
-    # the TLS options the applier does not have (the others: ssl_columns)
+    # the TLS options the applier does not have (the others: protocol.tls_options.ssl_status_columns)
     "Master_SSL_CA_Path": "", "Master_SSL_Cipher": "", "Master_SSL_Crl": "", "Master_SSL_Crlpath": "",
     # no IGNORE_SERVER_IDS, DO/IGNORE_DOMAIN_IDS or MASTER_DELAY; one group at a time per channel
     "Replicate_Ignore_Server_Ids": "", "Replicate_Do_Domain_Ids": "", "Replicate_Ignore_Domain_Ids": "",
@@ -49,18 +48,6 @@ FIXED: Final[dict[str, Any]] = {
 
 APPLIER_FILTERS_COLUMNS = ("CHANNEL_NAME", "FILTER_NAME", "FILTER_RULE", "CONFIGURED_BY", "ACTIVE_SINCE", "COUNTER")
 GLOBAL_FILTERS_COLUMNS = ("FILTER_NAME", "FILTER_RULE", "CONFIGURED_BY", "ACTIVE_SINCE")
-
-
-def ssl_columns(tls: TlsOptions | None) -> dict[str, Any]:
-    """Master_SSL_* of a channel whose source URL has these ssl-* options (None: clear text), as MASTER_SSL=1,
-    MASTER_SSL_CA/CERT/KEY and MASTER_SSL_VERIFY_SERVER_CERT show them."""
-    return {
-        "Master_SSL_Allowed": "No" if tls is None else "Yes",
-        "Master_SSL_CA_File": (tls and tls.ca) or "",
-        "Master_SSL_Cert": (tls and tls.cert) or "",
-        "Master_SSL_Key": (tls and tls.key) or "",
-        "Master_SSL_Verify_Server_Cert": "Yes" if tls is not None and tls.verify else "No",
-    }
 
 
 def gtid_slave_pos(channel_positions: Iterable[str]) -> str:

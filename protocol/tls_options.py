@@ -75,3 +75,15 @@ def tls_from_params(params: Mapping[str, str]) -> TlsOptions | None:
     opts = TlsOptions(params.get("ssl-ca"), params.get("ssl-cert"), params.get("ssl-key"), verify)
     opts.context()
     return opts
+
+
+def ssl_status_columns(tls: TlsOptions | None) -> dict[str, str]:
+    """SHOW SLAVE STATUS's Master_SSL_* for a link with these ssl-* options (None: clear text), as MASTER_SSL=1,
+    MASTER_SSL_CA/CERT/KEY and MASTER_SSL_VERIFY_SERVER_CERT show them (the relay's upstream, an applier channel)."""
+    return {
+        "Master_SSL_Allowed": "No" if tls is None else "Yes",
+        "Master_SSL_CA_File": (tls and tls.ca) or "",
+        "Master_SSL_Cert": (tls and tls.cert) or "",
+        "Master_SSL_Key": (tls and tls.key) or "",
+        "Master_SSL_Verify_Server_Cert": "Yes" if tls is not None and tls.verify else "No",
+    }

@@ -65,6 +65,9 @@ def test_relay_upstream_requiring_tls(binlogd_factory: Any, tls_primary: Any, ce
     wait_relay_caught_up(relay, tls_primary)
     st = relay_status(relay)
     assert st["Slave_IO_Running"] == "Yes" and int(st["Last_IO_Errno"]) == 0
+    ssl = {k: st[k] for k in ("Master_SSL_Allowed", "Master_SSL_CA_File", "Master_SSL_Verify_Server_Cert")}
+    assert ssl == {"Master_SSL_Allowed": "Yes", "Master_SSL_CA_File": str(certs.ca),
+                   "Master_SSL_Verify_Server_Cert": "Yes"}  # as a 10.11 replica with MASTER_SSL_CA shows it
     for name, _ in tls_primary.binary_logs():  # stored byte for byte (only the FDE in-use flag may differ)
         ours, theirs = (tmp_path / "relay" / name).read_bytes(), (tls_primary.datadir / name).read_bytes()
         assert len(ours) == len(theirs) and ours[100:] == theirs[100:]

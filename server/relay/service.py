@@ -31,7 +31,7 @@ async def open_relay(cfg: UpstreamConfig, datadir: Path, basename: str, sync_bin
                if report.truncated_bytes else "")
         log.info("relay: recovered %s, resuming at %s:%d%s", datadir, report.file, report.last_end, cut)
     status = RelayStatus(host=cfg.host, port=cfg.port, user=cfg.user, connect_retry=int(cfg.retry_max_s),
-                         heartbeat_s=cfg.heartbeat_s)
+                         heartbeat_s=cfg.heartbeat_s, tls=cfg.tls)
     storage = RelayStorage(writer, status, report.state)
     status.stored_bytes = sum(_size(datadir / n) for n in writer.files())
     relay = UpstreamRelay(cfg, storage, status)

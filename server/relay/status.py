@@ -12,6 +12,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from binlogd.protocol.tls_options import TlsOptions, ssl_status_columns
+
 log = logging.getLogger("binlogd.relay")
 
 # MariaDB 10.11 Slave_IO_State texts (slave.cc)
@@ -36,6 +38,7 @@ class RelayStatus:
     user: str
     connect_retry: int
     heartbeat_s: float
+    tls: TlsOptions | None = None  # the --upstream URL's ssl-* options (Master_SSL_*)
     using_gtid: str = "No"
     io_running: str = "No"  # Yes | No | Connecting (MariaDB's three values)
     io_state: str = ""
@@ -104,10 +107,8 @@ class RelayStatus:
                 "Exec_Master_Log_Pos": self.stored_pos,
                 "Relay_Log_Space": self.stored_bytes,
                 "Until_Condition": "None", "Until_Log_File": "", "Until_Log_Pos": 0,
-                "Master_SSL_Allowed": "No", "Master_SSL_CA_File": "", "Master_SSL_CA_Path": "",
-                "Master_SSL_Cert": "", "Master_SSL_Cipher": "", "Master_SSL_Key": "",
+                "Master_SSL_CA_Path": "", "Master_SSL_Cipher": "", **ssl_status_columns(self.tls),
                 "Seconds_Behind_Master": self.seconds_behind(),
-                "Master_SSL_Verify_Server_Cert": "No",
                 "Last_IO_Errno": self.last_io_errno,
                 "Last_IO_Error": self.last_io_error,
                 "Last_SQL_Errno": 0, "Last_SQL_Error": "",
