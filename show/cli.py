@@ -18,6 +18,7 @@ from typing import BinaryIO
 from binlogd.protocol.constants import STMT_END_F
 from binlogd.protocol.events import EventDecodeError, RowsBody
 from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list
+from binlogd.protocol.tls_options import TlsOptions, tls_from_params
 
 from .filters import FilterError, TableFilter, add_filter_options, table_filter_of
 from .progress import Progress
@@ -84,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("-u", "--user", default="root")
     src.add_argument("-p", "--password", nargs="?", const="", default=None,
                      help="password (else $MYSQL_PWD, else empty)")
+    src.add_argument("--ssl", action="store_true", help="encrypt the connection (TLS) without checking the server")
+    src.add_argument("--ssl-ca", metavar="FILE", help="CA file (implies --ssl)")
+    src.add_argument("--ssl-cert", metavar="FILE", help="client certificate (implies --ssl)")
+    src.add_argument("--ssl-key", metavar="FILE", help="client key (with --ssl-cert)")
+    src.add_argument("--ssl-verify-server-cert", action="store_true",
+                     help="check the server's certificate chain and that it names the host (implies --ssl)")
     src.add_argument("-t", "--to-last-log", action="store_true",
                      help="with -R: go on with the files after the named one up to the last")
     src.add_argument("--stop-never", action="store_true",
@@ -130,12 +137,30 @@ async def _remote_items(args: argparse.Namespace) -> AsyncIterator[Item]:
                        file=args.files[0] if args.files else "", start=args.start_position,
                        to_last_log=args.to_last_log, stop_never=args.stop_never,
                        server_id=args.stop_never_slave_server_id if args.stop_never else 0,
-                       gtid=",".join(str(g) for g in args.start_gtid.values()) if args.start_gtid else None)
+                       gtid=",".join(str(g) for g in args.start_gtid.values()) if args.start_gtid else None,
+                       tls=args.tls)
     async for item in read_remote(src, force=args.force_read):
         yield item
 
 
+def _tls(args: argparse.Namespace) -> TlsOptions | None:
+    """The --ssl* options as the replication client's TLS settings (protocol/tls_options.py's one rule)."""
+    params = {k: v for k, v in (("ssl-ca", args.ssl_ca), ("ssl-cert", args.ssl_cert), ("ssl-key", args.ssl_key))
+              if v is not None}
+    if args.ssl:
+        params["ssl"] = "1"
+    if args.ssl_verify_server_cert:
+        params["ssl-verify"] = "1"
+    if params and not args.remote:
+        raise UsageError("the --ssl options are for --read-from-remote-server")
+    try:
+        return tls_from_params(params)
+    except ValueError as e:
+        raise UsageError(f"--{e}") from None
+
+
 def _check(args: argparse.Namespace) -> None:
+    args.tls = _tls(args)
     for opt in ("start", "stop"):
         value = getattr(args, f"{opt}_position")
         if isinstance(value, dict):  # mariadb-binlog's GTID form of --start/--stop-position

@@ -33,6 +33,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.events import Event, EventDecodeError, UnknownBody, parse_event, parse_header
 from binlogd.protocol.tables_info import TABLES_INFO_EVENT
+from binlogd.protocol.tls_options import TlsOptions
 
 # The types a MariaDB 10.11 reader knows (types 0..38 and 160..171 of its FDE) plus binlogd's own Tables_info.
 _KNOWN_MAX_MYSQL: int = 38
@@ -186,13 +187,15 @@ class RemoteSource:
     stop_never: bool
     server_id: int
     gtid: str | None = None
+    tls: TlsOptions | None = None
 
 
 async def read_remote(src: RemoteSource, *, force: bool = False, warn: Warn = _stderr) -> AsyncIterator[Item]:
     """Events a server sends for COM_BINLOG_DUMP, as mariadb-binlog -R reads them: the fake Rotate names the file,
     a Rotate to another file ends the read unless --to-last-log / --stop-never."""
     cfg = ClientConfig(host=src.host, port=src.port, server_id=src.server_id, user=src.user, password=src.password,
-                       annotate=True, gtid=src.gtid, heartbeat_s=30.0 if src.stop_never else None)
+                       annotate=True, gtid=src.gtid, heartbeat_s=30.0 if src.stop_never else None,
+                       tls=src.tls)
     try:
         client = await ReplicationClient.connect(cfg)
     except (TimeoutError, OSError, ReplicationError) as e:
