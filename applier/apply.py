@@ -62,8 +62,11 @@ from binlogd.protocol.constants import (
     INTVAR_EVENT as _INTVAR,
 )
 from binlogd.protocol.events import Event, EventDecodeError, Gtid, QueryBody, RowsBody, TableMapBody, UserVarBody
-from pymysql.constants import CLIENT, COMMAND
+from pymysql.constants import CLIENT
 
+from .pipeline import CONNECTION_LOST, RETRYABLE, Pipeline
+from .pipeline import error_code as _code
+from .pipeline import error_message as _msg
 from .position import Position, PositionStore
 from .rows import INT_SIZES, Reader, TableMap, decode_decimal, decode_rows, decode_table_map, readers
 
@@ -72,12 +75,8 @@ log = logging.getLogger("binlogd.apply")
 ER_KEY_NOT_FOUND: Final = 1032
 ER_SLAVE_CONVERSION_FAILED: Final = 1677
 ER_UNKNOWN_ERROR: Final = 1105
-ER_LOCK_DEADLOCK: Final = 1213
-ER_LOCK_WAIT_TIMEOUT: Final = 1205
-RETRYABLE: Final = frozenset({ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT})
-CONNECTION_LOST: Final = frozenset({2003, 2006, 2013, 2055})
 TRANSACTION_RETRIES: Final = 10  # slave_transaction_retries
-MULTI_BATCH_BYTES: Final = 256 << 10  # UPDATE/DELETE statements sent per round trip
+PIPELINE_BYTES: Final = 1 << 20  # statements sent per round trip (max_allowed_packet is 16 MiB by default)
 UTF8MB4_GENERAL_CI: Final = 45
 TABLES_INFO_EVENT: Final = 159
 # gtid_seq_no=0: the next GTID is allocated, not the source's seq_no that the session still holds
@@ -164,7 +163,7 @@ class TargetSession:
         self._readers: dict[tuple[int, str, str], list[Reader]] = {}
         self._collations: dict[int, tuple[str, str]] = {}
         self._pending: list[str] = []
-        self._inflight: tuple[str, str | None, str, Group, Event, int] | None = None  # INSERT sent, reply unread
+        self._pipe = Pipeline()  # statements not sent yet (one round trip when run)
         self._tables_info: list[tuple[str | None, str]] | None = None
         self.preserve_gtids = True  # MariaDB targets: applied groups keep the source's GTID (as a replica does)
         self.keep_gtids = False
@@ -194,13 +193,16 @@ class TargetSession:
         if self.preserve_gtids and "mariadb" in self.conn.get_server_info().lower():
             try:  # the source's GTIDs go to the target's binlog (SET gtid_domain_id/server_id/gtid_seq_no)
                 self._set_session(OWN_GTID)
+                self._flush()
                 self.keep_gtids = True
             except pymysql.MySQLError as e:
+                self._state.clear()
                 log.warning("channel %r: the target's binlog gets its own GTIDs, not the source's: %s", self.channel,
                             _msg(e))
         if not PositionStore.schema_exists(self.conn):
             if self.keep_gtids:  # bookkeeping: binlogged (the target's replicas need the table), in its own domain
                 self._set_session(BOOKKEEPING_GTID)
+                self._flush()
             PositionStore.ensure_schema(self.conn)
 
     def close(self) -> None:
@@ -230,8 +232,7 @@ class TargetSession:
             except pymysql.MySQLError as e:
                 code = _code(e)
                 lost = code in CONNECTION_LOST or isinstance(e, pymysql.err.InterfaceError)
-                self._drop_inflight()
-                self._rollback_quietly()
+                self._reset()
                 if lost:
                     self.close()
                     if self._committed(g):
@@ -245,8 +246,7 @@ class TargetSession:
                                        f"'{self._state.get('db', '')}'. Query: '{self.current}', at "
                                        f"{g.end.file}:{g.end.pos}") from None
             except ApplyError:
-                self._drop_inflight()
-                self._rollback_quietly()
+                self._reset()
                 raise
         raise AssertionError("unreachable")
 
@@ -259,7 +259,10 @@ class TargetSession:
             return False
         return stored is not None and (stored.file, stored.pos, stored.gtids) == (g.end.file, g.end.pos, g.end.gtids)
 
-    def _rollback_quietly(self) -> None:
+    def _reset(self) -> None:
+        """After an error: nothing queued survives, session variables are sent again, the group rolls back."""
+        self._pipe.clear()
+        self._state.clear()
         if self.conn is not None:
             try:
                 self.conn.rollback()
@@ -267,12 +270,19 @@ class TargetSession:
                 self.close()
 
     def _set_session(self, wanted: dict[str, str]) -> None:
+        """Queue a SET of the variables that differ from what the session has (an error clears `_state`)."""
         sets = [f"{k}={v}" for k, v in wanted.items() if self._state.get(k) != v]
         if sets:
-            self._flush()
-            with self.conn.cursor() as cur:
-                cur.execute("SET " + ", ".join(sets))
+            self._pipe.add("SET " + ", ".join(sets))
             self._state.update(wanted)
+
+    def _flush(self) -> None:
+        self._pipe.run(self.conn)
+
+    def _queue(self, sql: bytes | str, check: Any = None, fail: Any = None) -> None:
+        self._pipe.add(sql, check, fail)
+        if self._pipe.size >= PIPELINE_BYTES:
+            self._flush()
 
     def _apply_once(self, g: Group) -> None:
         conn = self.conn
@@ -291,21 +301,22 @@ class TargetSession:
             self._set_session({"@@session.gtid_seq_no": str(g.gtid.seq_no)})
         self._maps.clear()
         self._pending.clear()
-        conn.begin()
+        self._queue("BEGIN")
         for ev in g.events:
             self._event(ev, g)
+        if self._pipe.checked:  # a COMMIT must not run before every row count is known to be right
+            self._flush()
+        if g.rollback:
+            self._queue("ROLLBACK")
+            self._queue("BEGIN")
+        if keep and not g.transactional:  # the DDL took the source's GTID; its position row is bookkeeping
+            self._queue("COMMIT")
+            self._set_session(BOOKKEEPING_GTID)
+            self._queue("BEGIN")
+        self.current = "saving the channel position"
+        self._queue(PositionStore.save_sql(conn, self.channel, g.end))
+        self._queue("COMMIT")
         self._flush()
-        with conn.cursor() as cur:
-            if g.rollback:
-                conn.rollback()
-                conn.begin()
-            if keep and not g.transactional:  # the DDL took the source's GTID; its position row is bookkeeping
-                conn.commit()
-                self._set_session(BOOKKEEPING_GTID)
-                conn.begin()
-            self.current = "saving the channel position"
-            PositionStore.save(cur, self.channel, g.end)
-        conn.commit()
         self.current = ""
 
     # ---- events ----------------------------------------------------------------------------------------------
@@ -378,11 +389,10 @@ class TargetSession:
                 return
             db = fs.rewrite_db(src_db)
         self._statement_session(ev, b, db)
-        if self._pending:
-            with self.conn.cursor() as cur:
-                for sql in self._pending:
-                    cur.execute(sql)
-            self._pending.clear()
+        for sql in self._pending:
+            self._queue(sql)
+        self._pending.clear()
+        self._flush()
         self.current = q[:1024].decode("utf-8", "replace")
         try:
             self.conn.query(q)
@@ -432,6 +442,7 @@ class TargetSession:
         self._set_session(w)
         if db is not None and self._state.get("db") != db:
             try:
+                self._flush()
                 self.conn.select_db(db)
                 self._state["db"] = db
             except pymysql.err.OperationalError as e:
@@ -500,24 +511,19 @@ class TargetSession:
         })
         name = EVENT_NAMES.get(ev.header.type_code, str(ev.header.type_code))
         self.current = f"{name} on {db}.{tm.table}"
-        if change.kind == "write":  # decoded while the previous INSERT ran on the target; now wait for it
-            sql = self._insert_sql(tt, change.rows)
-            self._flush()
-            self.conn._execute_command(COMMAND.COM_QUERY, sql)
-            self._inflight = (name, db, tm.table, g, ev, len(change.rows))
+        def fail(code: int, msg: str) -> ApplyError:
+            return ApplyError(code, _row_error(name, db, tm.table, msg, code, g, ev))
+
+        if change.kind == "write":
+            n = len(change.rows)
+
+            def inserted(_: int) -> None:
+                self.rows_applied += n
+
+            self._queue(self._insert_sql(tt, change.rows), inserted, fail)
             return
-        self._flush()
-        try:
-            with self.conn.cursor() as cur:
-                self._keyed(cur, tt, change.kind, change.rows)
-        except pymysql.MySQLError as e:
-            code = _code(e)
-            if code in CONNECTION_LOST or code in RETRYABLE:
-                raise
-            raise ApplyError(code, _row_error(name, db, tm.table, _msg(e), code, g, ev)) from None
-        except ApplyError as e:
-            raise ApplyError(e.code, _row_error(name, db, tm.table, e.message, e.code, g, ev)) from None
-        self.rows_applied += len(change.rows)
+        for before, after in change.rows:
+            self._queue(self._keyed_sql(tt, change.kind, before or {}, after), self._found_one(tt, fail), fail)
 
     @staticmethod
     def _lit(tt: TargetTable, i: int, v: Any) -> str:
@@ -549,47 +555,16 @@ class TargetSession:
         sql = f"INSERT INTO {tt.qualified} ({','.join(tt.names[i] for i in cols)}) VALUES {values}"
         return sql.encode("utf-8", "surrogateescape")  # _binary'' literals carry raw bytes as surrogates
 
-    def _flush(self) -> None:
-        """Read the reply of the INSERT still in flight (one multi-row INSERT is pipelined: the next rows event is
-        decoded while the target executes it). Uses pymysql's COM_QUERY send/read halves."""
-        p = self._inflight
-        if p is None:
-            return
-        self._inflight = None
-        name, db, table, g, ev, n = p
-        try:
-            self.conn._read_query_result()
-        except pymysql.MySQLError as e:
-            code = _code(e)
-            if code in CONNECTION_LOST or code in RETRYABLE:
-                raise
-            raise ApplyError(code, _row_error(name, db, table, _msg(e), code, g, ev)) from None
-        self.rows_applied += n
+    def _found_one(self, tt: TargetTable, fail: Any) -> Any:
+        """The check of an UPDATE/DELETE ... LIMIT 1: it must find its row, like the SQL thread's
+        HA_ERR_KEY_NOT_FOUND check (FOUND_ROWS: an UPDATE that changes nothing still counts its row)."""
+        def found(n: int) -> None:
+            if n != 1:
+                raise fail(ER_KEY_NOT_FOUND, f"Can't find record in '{tt.qualified.split('.')[-1].strip('`')}'")
+            self.rows_applied += 1
+        return found
 
-    def _drop_inflight(self) -> None:
-        """After an error with a reply still unread the session is out of step: drop it (the target rolls back)."""
-        if self._inflight is not None:
-            self._inflight = None
-            self.close()
-
-    def _keyed(self, cur: Any, tt: TargetTable, kind: str, rows: list[tuple[Any, Any]]) -> None:
-        """UPDATE/DELETE ... LIMIT 1 per row, sent as multi-statement batches (one round trip per batch); every
-        statement must find its row, like the SQL thread's HA_ERR_KEY_NOT_FOUND check."""
-        batch: list[str] = []
-        size = 0
-        for before, after in rows:
-            sql = self._keyed_sql(cur, tt, kind, before or {}, after)
-            batch.append(sql)
-            size += len(sql)
-            if size >= MULTI_BATCH_BYTES:
-                self._run_batch(cur, tt, batch)
-                batch, size = [], 0
-        if batch:
-            self._run_batch(cur, tt, batch)
-
-    def _keyed_sql(
-        self, cur: Any, tt: TargetTable, kind: str, before: dict[int, Any], after: dict[int, Any] | None
-    ) -> str:
+    def _keyed_sql(self, tt: TargetTable, kind: str, before: dict[int, Any], after: dict[int, Any] | None) -> str:
         lit = self._lit
         key = tt.pk if tt.pk and all(i in before for i in tt.pk) else [i for i in before if not tt.generated[i]]
         where = " AND ".join(f"{tt.names[i]} <=> {lit(tt, i, before[i])}" for i in key)
@@ -598,30 +573,11 @@ class TargetSession:
             return f"UPDATE {tt.qualified} SET {sets} WHERE {where} LIMIT 1"
         return f"DELETE FROM {tt.qualified} WHERE {where} LIMIT 1"
 
-    @staticmethod
-    def _run_batch(cur: Any, tt: TargetTable, batch: list[str]) -> None:
-        cur.execute(";".join(batch).encode("utf-8", "surrogateescape"))
-        found = [cur.rowcount]
-        while cur.nextset():
-            found.append(cur.rowcount)
-        if any(n != 1 for n in found):
-            raise ApplyError(ER_KEY_NOT_FOUND, f"Can't find record in '{tt.qualified.split('.')[-1].strip('`')}'")
-
 
 def _row_error(name: str, db: str | None, table: str, msg: str, code: int, g: Group, ev: Event) -> str:
     handler = _HANDLER_ERRORS.get(code, f"error {code}")
     return (f"Could not execute {name} event on table {db}.{table}; {msg}, Error_code: {code}; handler error "
             f"{handler}; the event's master log {g.end.file}, end_log_pos {ev.header.log_pos}")
-
-
-def _code(e: BaseException) -> int:
-    args = getattr(e, "args", ())
-    return int(args[0]) if args and isinstance(args[0], int) else ER_UNKNOWN_ERROR
-
-
-def _msg(e: BaseException) -> str:
-    args = getattr(e, "args", ())
-    return str(args[1]) if len(args) > 1 else str(e)
 
 
 def _sql_str(s: str) -> str:

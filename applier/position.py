@@ -90,8 +90,9 @@ class PositionStore:
         return Position(str(row[0]), int(row[1]), Position.parse_gtids(str(row[2])))
 
     @staticmethod
-    def save(cur: Any, channel: str, pos: Position) -> None:
-        cur.execute(SAVE_SQL, (channel, pos.file, pos.pos, pos.gtid_text()))
+    def save_sql(conn: Any, channel: str, pos: Position) -> str:
+        """The statement that stores `pos`, quoted by `conn` (it is queued with the group's COMMIT)."""
+        return SAVE_SQL % tuple(conn.escape(v) for v in (channel, pos.file, pos.pos, pos.gtid_text()))
 
     @staticmethod
     def delete(conn: Any, channel: str) -> None:
