@@ -4,9 +4,12 @@
    variables, groups under skip_replication) repeated with fresh GTIDs, positions and CRCs, files of ~100 MB.
 2. Serves it with binlogd (`--ledger`) and drains two non-blocking dumps through it (capability 4, and
    capability 4 + skip_replication), so the ledger is binlogd's own.
-3. Runs `binlogd-audit` (a fresh JVM each) with `--master local[1]` and `local[2]`: wall time, events/s, speed-up.
+3. Runs `binlogd-audit` (a fresh JVM each) with `--master local[1]` and `local[2]`: wall time, events/s, speed-up,
+   beside `mariadb-binlog --base64-output=decode-rows -v` decoding the same files to text (the ratio); the machine's
+   load average is printed beside each figure (the project machine is shared).
+`--decode-only`: the binlog data source's decoder alone on one core (events/s), no Spark, no ledger.
 
-    .venv/bin/python -m benchmarks.audit_scale [--events 10000000] [--work DIR] [--keep]
+    .venv/bin/python -m benchmarks.audit_scale [--events 10000000] [--work DIR] [--keep] [--decode-only]
 """
 
 from __future__ import annotations
@@ -164,12 +167,39 @@ def run_audit(binlogs: Path, ledger: Path, out: Path, master: str) -> tuple[floa
     return wall, p.returncode, json.loads((out / "summary.json").read_text())
 
 
+def load() -> str:
+    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def mariadb_binlog(binlogs: Path, names: list[str]) -> float:
+    """Wall time of `mariadb-binlog --base64-output=decode-rows -v` over the files, output discarded."""
+    t = time.monotonic()
+    subprocess.run(["mariadb-binlog", "--base64-output=decode-rows", "-v", *(str(binlogs / n) for n in names)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.monotonic() - t
+
+
+def decode_only(binlogs: Path, names: list[str]) -> None:
+    """The data source's decoder over every file in this process (one core): events/s."""
+    from binlogd.spark_analytics.binlog_source import iter_file_batches
+
+    t, c = time.monotonic(), time.process_time()
+    n = 0
+    for i, name in enumerate(names):
+        for b in iter_file_batches(binlogs / name, i, statements=False):
+            n += b.num_rows
+    wall, cpu = time.monotonic() - t, time.process_time() - c
+    print(f"decoder: {n:,} events in {wall:.1f} s wall, {cpu:.1f} s CPU = {n / cpu / 1e6:.2f} M events per "
+          f"CPU-second ({load()})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=10_000_000, help="binlog events to generate (default 10 million)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/binlogd-audit-bench"), help="scratch directory")
     ap.add_argument("--masters", default="local[1],local[2]", help="Spark masters to compare")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--decode-only", action="store_true", help="only time the data source's decoder (no Spark)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
     shutil.rmtree(args.work, ignore_errors=True)
@@ -179,6 +209,13 @@ def main() -> int:
     size = sum((binlogs / f).stat().st_size for f in names)
     print(f"binlogs: {n:,} events, {len(names)} files, {size / 1e6:.0f} MB, written in {time.monotonic() - t:.0f} s",
           flush=True)
+    if args.decode_only:
+        decode_only(binlogs, names)
+        if not args.keep:
+            shutil.rmtree(args.work, ignore_errors=True)
+        return 0
+    mb = mariadb_binlog(binlogs, names)
+    print(f"mariadb-binlog --base64-output=decode-rows -v: {mb:.1f} s ({load()})", flush=True)
     make_ledger(binlogs, ledger, names[0])
     lsize = sum(p.stat().st_size for p in ledger.glob("*.jsonl"))
     print(f"ledger: {lsize / 1e6:.0f} MB", flush=True)
@@ -187,7 +224,9 @@ def main() -> int:
         wall, rc, summary = run_audit(binlogs, ledger, args.work / f"out-{master}", master)
         results[master] = wall
         print(f"{master}: {wall:.0f} s wall, {n / wall:,.0f} binlog events/s, exit {rc}, "
-              f"{summary['ledger']['records']:,} ledger records, consistent={summary['consistent']}", flush=True)
+              f"{summary['ledger']['records']:,} ledger records, consistent={summary['consistent']}, "
+              f"{wall / mb:.1f}x mariadb-binlog's time ({load()})", flush=True)
+        print(f"  steps: {summary['step_seconds']}", flush=True)
     if len(results) == 2:
         (m1, a), (m2, b) = results.items()
         print(f"speed-up {m1} -> {m2}: {a / b:.2f}x")

@@ -833,7 +833,7 @@ def check_ledger(data: AuditData, explained: frozenset[int] = frozenset()) -> li
     warning. A run of missing seqs names its connection only when the records on both sides are that connection's
     (a lost close record is not charged to the next dump); a connection with lost records gets no close.events
     finding besides (the lost records explain the difference), nor does one in `explained` (connections whose records
-    check 1 found wrong: that finding names the record)."""
+    checks 1-4 found wrong: those findings name the records)."""
     from pyspark.sql import Window
 
     F = _F()

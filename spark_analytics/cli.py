@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are Spark's plumbing, not the audit's
     try:
         relays = parse_relay(args.relay_logs)
     except argparse.ArgumentTypeError as e:
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                   TimeElapsedColumn(), disable=args.quiet, transient=False) as bar:
         task = bar.add_task("starting Spark", total=len(STEPS) + 1)
         try:
-            spark = build_session(args.master, conf=conf)
+            spark = build_session(args.master, conf=conf, log_file=args.out / "spark.log")
         except Exception as e:  # Java missing, a bad master URL ...: a clear message, exit 2
             print(f"binlogd-audit: could not start Spark ({args.master or 'local[*]'}): {e}", file=sys.stderr)
             return 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 DEFAULT_MASTER = "local[*]"
@@ -26,9 +27,32 @@ DEFAULTS: dict[str, str] = {
 }
 
 
-def build_session(master: str | None = None, app_name: str = "binlogd-audit", conf: dict[str, str] | None = None
-                  ) -> Any:
-    """A SparkSession with the binlog data source registered (getOrCreate: one per process)."""
+LOG4J2 = """\
+# binlogd-audit: Spark's and the JVM's log lines go to a file, not the terminal (they broke the progress bar)
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
+"""
+
+
+def quiet_logging(log_file: Path) -> str:
+    """Write a log4j2 configuration sending every Spark/JVM log line to `log_file`; the driver JVM option that
+    uses it (it must be given before the JVM starts, hence a spark.driver.extraJavaOptions entry)."""
+    log_file = log_file.resolve()
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    props = log_file.with_suffix(".log4j2.properties")
+    props.write_text(LOG4J2.format(path=log_file))
+    return f"-Dlog4j2.configurationFile=file:{props}"
+
+
+def build_session(master: str | None = None, app_name: str = "binlogd-audit", conf: dict[str, str] | None = None,
+                  log_file: Path | None = None) -> Any:
+    """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
+    Spark's own log goes there instead of the terminal."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -39,7 +63,11 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     # under spark-submit (the JVM launched this driver: PYSPARK_GATEWAY_PORT) its --master applies
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or DEFAULT_MASTER)
-    for k, v in {**DEFAULTS, **(conf or {})}.items():
+    settings = {**DEFAULTS, **(conf or {})}
+    if log_file is not None:
+        settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
+                                                     + quiet_logging(log_file)).strip()
+    for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

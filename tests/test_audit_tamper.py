@@ -133,15 +133,22 @@ def delete_sent_between_holes(L: Ledger) -> list[Finding]:
 
 
 def delete_policy_run(L: Ledger) -> list[Finding]:
-    """A run holding capability holes (capability 2): its ANNOTATE_ROWS are a gap, not "sent as-is"."""
-    mine = L.evs(13)
-    rec = next(b for a, b, c in zip(mine, mine[1:], mine[2:], strict=False) if (b.get("policy") or 0) > 0
-               and a["file"] == b["file"] == c["file"])
+    """The run holding capability holes (capability 2) of the first file removed: its ANNOTATE_ROWS are not also
+    "sent as-is"; the file's records end early and a seq is missing."""
+    rec = next(r for r in L.evs(13, file="mysql-bin.000001") if (r.get("policy") or 0) > 0)
     L.recs.remove(rec)
-    return [(1, L.conn_of[13], rec["file"], rec["end"], f"gap: events [{rec['start']}, {rec['end']}) are not "
-                                                        "accounted for"),
+    end = _file_end(L, rec["file"])
+    assert rec["end"] == end
+    return [(1, L.conn_of[13], "mysql-bin.000002", 4, f"the previous file's records end at {rec['start']}, before "
+                                                      f"its end {end}"),
             (10, L.conn_of[13], L.path.name, rec["seq"], f"records seq {rec['seq']}..{rec['seq']} are missing "
                                                          "(removed or lost)")]
+
+
+def _file_end(L: Ledger, file: str) -> int:
+    d = Path(next(r for r in L.recs if r["r"] == "conn")["binlog_dir"])
+    s, n, _, _ = file_events(d / file)[-1]
+    return s + n
 
 
 def duplicate_line(L: Ledger) -> list[Finding]:
@@ -199,13 +206,14 @@ def policy_run_sent_length(L: Ledger) -> list[Finding]:
 
 
 def unparsable_record(L: Ledger) -> list[Finding]:
-    """A record's line damaged inside the ledger: named by the seq its text still shows; its events are a gap."""
-    rec = L.evs(14, action="sent", file="mysql-bin.000001")[-2]
-    nxt = L.evs(14)[L.evs(14).index(rec) + 1]
+    """A record's line damaged inside the ledger: named by the seq its text still shows; the file's records then
+    begin after its events (check 1)."""
+    rec = L.evs(14, action="sent", file="mysql-bin.000002")[0]  # the second file's FDE
+    nxt = L.evs(14, action="sent", file="mysql-bin.000002")[1]
     text = json.dumps(rec, separators=(",", ":"))[:70]
     L.raw[id(rec)] = text
-    return [(1, L.conn_of[14], nxt["file"], nxt["start"], f"gap: events [{rec['start']}, {rec['end']}) are not "
-                                                          "accounted for"),
+    return [(1, L.conn_of[14], nxt["file"], nxt["start"], f"the file's records begin at {nxt['start']} (expected 4, "
+                                                          "right after file #0)"),
             (10, L.conn_of[14], L.path.name, rec["seq"], f"unparsable record seq {rec['seq']} inside the ledger: "
                                                          f"{text[:60] + '…'!r}")]
 
