@@ -43,7 +43,7 @@ class Verdict(enum.Enum):
 class Ranges:
     """The range options; `decide` is called once per event in reading order."""
 
-    last_file: str | None = None
+    last_file: str | None = None  # where --stop-position applies; None (reading from a server): every file
     first_file: str | None = None
     start_position: int = 4  # only when the reader does not seek there itself (--output-binlog reads everything)
     stop_position: int | None = None
@@ -68,7 +68,8 @@ class Ranges:
             self.start_datetime = None
         if self.stop_datetime is not None and h.timestamp >= self.stop_datetime:
             return Verdict.STOP
-        if self.stop_position is not None and item.file == self.last_file and item.pos >= self.stop_position:
+        in_last = self.last_file is None or item.file == self.last_file
+        if self.stop_position is not None and in_last and item.pos >= self.stop_position:
             return Verdict.STOP
         if h.type_code == GTID_EVENT and isinstance(item.event.body, GtidBody):
             if self._stop_after_group:

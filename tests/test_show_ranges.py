@@ -97,7 +97,8 @@ def test_gtid_ranges_select_whole_groups(primary: MariaDB, harness_dir: Path) ->
 
 def test_remote_reads_print_what_mariadb_binlog_prints(primary: MariaDB, mariadb, harness_dir: Path) -> None:
     remote = ("-R", "-h", primary.host, "-P", str(primary.port), "-u", "root")
-    for extra in ((), ("--start-position=451",)):
+    for extra in ((), ("--start-position=451",), ("--stop-position=700",), ("--start-position=451",
+                                                                             "--stop-position=900")):
         args = (*remote, *extra, "mysql-bin.000001")
         assert show(*args).stdout == mariadb_binlog(*args).stdout, extra
 
