@@ -164,6 +164,8 @@ class TargetSession:
         self._collations: dict[int, tuple[str, str]] = {}
         self._pending: list[str] = []
         self._pipe = Pipeline()  # statements not sent yet (one round trip when run)
+        self._group_rows = 0  # row images queued in the group being queued
+        self._batch_done = 0  # groups of the current apply_many whose COMMIT succeeded
         self._tables_info: list[tuple[str | None, str]] | None = None
         self.preserve_gtids = True  # MariaDB targets: applied groups keep the source's GTID (as a replica does)
         self.keep_gtids = False
@@ -221,13 +223,51 @@ class TargetSession:
 
     # ---- one group ------------------------------------------------------------------------------------------
 
+    def apply_many(self, groups: list[Group]) -> tuple[int, ApplyError | None]:
+        """Apply consecutive groups, each its own transaction with its own position, sent together (as few round
+        trips as the row-count checks allow). Returns how many are applied, and the error that stopped the rest.
+        On any error the groups not yet committed go through `apply` one by one, which retries and words the
+        error exactly as for a lone group."""
+        done = self._batch_done = 0
+        if len(groups) > 1:
+            try:
+                self.connect()
+                for g in groups:
+                    self._apply_once(g, last=False)
+                self._flush()
+                return len(groups), None
+            except (pymysql.MySQLError, ApplyError) as e:
+                lost = isinstance(e, pymysql.MySQLError) and (
+                    _code(e) in CONNECTION_LOST or isinstance(e, pymysql.err.InterfaceError))
+                self._reset()
+                done = self._committed_count(groups) if lost else self._batch_done
+        for i in range(done, len(groups)):
+            try:
+                self.apply(groups[i])
+            except ApplyError as e:
+                return i, e
+        return len(groups), None
+
+    def _committed_count(self, groups: list[Group]) -> int:
+        """After a lost connection in a batch: the groups up to the stored position are committed."""
+        self.close()
+        try:
+            stored = self.load_position()
+        except (ApplyError, pymysql.MySQLError):
+            self.close()
+            return self._batch_done
+        for i in range(len(groups) - 1, self._batch_done - 1, -1):
+            e = groups[i].end
+            if stored is not None and (stored.file, stored.pos, stored.gtids) == (e.file, e.pos, e.gtids):
+                return i + 1
+        return self._batch_done
+
     def apply(self, g: Group) -> None:
         """Apply a group atomically with its position; retries deadlocks and a lost target connection."""
         for attempt in range(TRANSACTION_RETRIES + 1):
             try:
                 self.connect()
                 self._apply_once(g)
-                self.groups_applied += 1
                 return
             except pymysql.MySQLError as e:
                 code = _code(e)
@@ -284,8 +324,13 @@ class TargetSession:
         if self._pipe.size >= PIPELINE_BYTES:
             self._flush()
 
-    def _apply_once(self, g: Group) -> None:
+    def _apply_once(self, g: Group, last: bool = True) -> None:
+        """Queue the group as one target transaction ending with its position row and COMMIT; sent now when
+        `last`, else left queued for the next group's statements (the caller flushes)."""
         conn = self.conn
+        if last:
+            self._batch_done = 0
+        self._group_rows = 0
         pre = {"@@session.skip_replication": "1" if g.flagged and self.replicate_flagged else "0"}
         keep = self.keep_gtids and g.gtid is not None and bool(g.events)
         if keep:
@@ -315,8 +360,16 @@ class TargetSession:
             self._queue("BEGIN")
         self.current = "saving the channel position"
         self._queue(PositionStore.save_sql(conn, self.channel, g.end))
-        self._queue("COMMIT")
-        self._flush()
+        rows = self._group_rows
+
+        def committed() -> None:
+            self.rows_applied += rows
+            self.groups_applied += 1
+            self._batch_done += 1
+
+        self._pipe.add("COMMIT", done=committed)
+        if last:
+            self._flush()
         self.current = ""
 
     # ---- events ----------------------------------------------------------------------------------------------
@@ -514,13 +567,9 @@ class TargetSession:
         def fail(code: int, msg: str) -> ApplyError:
             return ApplyError(code, _row_error(name, db, tm.table, msg, code, g, ev))
 
+        self._group_rows += len(change.rows)
         if change.kind == "write":
-            n = len(change.rows)
-
-            def inserted(_: int) -> None:
-                self.rows_applied += n
-
-            self._queue(self._insert_sql(tt, change.rows), inserted, fail)
+            self._queue(self._insert_sql(tt, change.rows), None, fail)
             return
         for before, after in change.rows:
             self._queue(self._keyed_sql(tt, change.kind, before or {}, after), self._found_one(tt, fail), fail)
@@ -561,7 +610,6 @@ class TargetSession:
         def found(n: int) -> None:
             if n != 1:
                 raise fail(ER_KEY_NOT_FOUND, f"Can't find record in '{tt.qualified.split('.')[-1].strip('`')}'")
-            self.rows_applied += 1
         return found
 
     def _keyed_sql(self, tt: TargetTable, kind: str, before: dict[int, Any], after: dict[int, Any] | None) -> str:

@@ -93,6 +93,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("binlogd.apply")
 
 QUEUE_GROUPS: Final = 256  # groups read ahead of the applier (bounded: back-pressure on the source)
+GROUPS_PER_TRIP: Final = 64  # queued groups handed to the worker at once (each still its own transaction)
 ER_UNKNOWN_EVENT: Final = 1594  # ER_SLAVE_RELAY_LOG_READ_FAILURE, what MariaDB's SQL thread reports
 ER_SLAVE_INCIDENT: Final = 1590
 ER_NOT_SUPPORTED_YET: Final = 1235
@@ -243,21 +244,29 @@ class Channel:
                 self.applier.skip_counter -= 1
                 # sql_slave_skip_counter: skipped (not counted as a group), position still stored
                 g = Group(end=g.end, events_read=g.events_read)
-            self._applying_ts = g.events[-1].header.timestamp if g.events else None
-            fut = loop.run_in_executor(self.executor, self.session.apply, g)
+            batch = [g]
+            after: ApplyError | None = None  # the reader's error queued behind the batch
+            while len(batch) < GROUPS_PER_TRIP and not q.empty() and self.applier.skip_counter == 0:
+                nxt = q.get_nowait()
+                if isinstance(nxt, ApplyError):
+                    after = nxt
+                    break
+                batch.append(nxt)
+            self._applying_ts = next((b.events[-1].header.timestamp for b in batch if b.events), None)
+            fut = loop.run_in_executor(self.executor, self.session.apply_many, batch)
             try:
-                await asyncio.shield(fut)
+                n, error = await asyncio.shield(fut)
             except asyncio.CancelledError:
-                try:  # STOP SLAVE waits for the group in flight: it commits whole or rolls back whole
-                    await fut
-                    self._applied(g)
-                except ApplyError:
-                    pass
+                # STOP SLAVE waits for the groups in flight: each commits whole or rolls back whole
+                n, _ = await fut
+                for done in batch[:n]:
+                    self._applied(done)
                 raise
-            except ApplyError as e:
-                self._sql_error(e)
+            for done in batch[:n]:
+                self._applied(done)
+            if error is not None or after is not None:
+                self._sql_error(error or after)  # type: ignore[arg-type]
                 return
-            self._applied(g)
 
     def _applied(self, g: Group) -> None:
         self._applying_ts = None

@@ -24,6 +24,7 @@ CONNECTION_LOST: Final = frozenset({2003, 2006, 2013, 2055})
 
 Check = Callable[[int], None]  # gets the statement's affected (found) rows; raises to stop the group
 Fail = Callable[[int, str], Exception]  # (code, message) of the server's error -> the exception to raise
+Done = Callable[[], None]  # the statement succeeded (e.g. a group's COMMIT: the group is applied)
 
 
 def error_code(e: BaseException) -> int:
@@ -40,16 +41,17 @@ class Pipeline:
     """Queued statements of one target session (its worker thread's only)."""
 
     def __init__(self) -> None:
-        self._items: list[tuple[bytes, Check | None, Fail | None]] = []
+        self._items: list[tuple[bytes, Check | None, Fail | None, Done | None]] = []
         self.size = 0  # bytes queued: the caller runs the queue before it nears max_allowed_packet
         self.checked = False  # a queued statement has a client-side check
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def add(self, sql: bytes | str, check: Check | None = None, fail: Fail | None = None) -> None:
+    def add(self, sql: bytes | str, check: Check | None = None, fail: Fail | None = None,
+            done: Done | None = None) -> None:
         data = sql.encode("utf-8", "surrogateescape") if isinstance(sql, str) else sql
-        self._items.append((data, check, fail))
+        self._items.append((data, check, fail, done))
         self.size += len(data) + 1
         self.checked = self.checked or check is not None
 
@@ -70,14 +72,16 @@ class Pipeline:
         failed: Exception | None = None
         with conn.cursor() as cur:
             try:
-                cur.execute(b";".join(sql for sql, _, _ in items))
+                cur.execute(b";".join(item[0] for item in items))
                 while True:
-                    check = items[i][1]
+                    _, check, _, done = items[i]
                     if check is not None and failed is None:
                         try:
                             check(cur.rowcount)
                         except Exception as e:  # raised below, once the remaining results are read
                             failed = e
+                    if done is not None and failed is None:
+                        done()
                     i += 1
                     if i == len(items) or not cur.nextset():
                         break

@@ -75,7 +75,7 @@ def _workload(primary: MariaDB, rows: int, batch: int) -> int:
 
 
 def _load() -> str:
-    return os.getloadavg().__repr__()
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 class Bench:
@@ -119,12 +119,13 @@ class Bench:
                 ) -> tuple[float, dict[str, int | None]]:
         target = self.start("target", 3)
         log_path = self.base / "applier.log"
-        prefix = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m"] if profile else [sys.executable, "-m"]
+        prefix = [sys.executable, "-m", "benchmarks.apply_rows", "--profiled-applier", str(profile)] if profile \
+            else [sys.executable, "-m", "binlogd.applier.cli"]
         try:
             with open(log_path, "ab") as log:
                 t0 = time.monotonic()
                 self.proc = subprocess.Popen(
-                    [*prefix, "binlogd.applier.cli", f"--target=mysql://root@127.0.0.1:{target.port}",
+                    [*prefix, f"--target=mysql://root@127.0.0.1:{target.port}",
                      f"--channel==mysql://root@127.0.0.1:{primary.port}", "--log-level=WARNING"],
                     cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
             while True:
@@ -158,14 +159,47 @@ class Bench:
             s.stop()
 
 
+def _profiled_applier(out: str, argv: list[str]) -> int:
+    """binlogd-apply under cProfile: the event loop's thread in `out`.loop, the channel's apply worker (its own
+    thread, which `python -m cProfile` would not see) in `out`.worker."""
+    import cProfile
+
+    from binlogd.applier import apply, cli
+
+    worker = cProfile.Profile()
+    original = apply.TargetSession.apply_many
+
+    def profiled(self: apply.TargetSession, groups: list[apply.Group]) -> tuple[int, apply.ApplyError | None]:
+        worker.enable()
+        try:
+            return original(self, groups)
+        finally:
+            worker.disable()
+
+    apply.TargetSession.apply_many = profiled  # type: ignore[method-assign]
+    loop = cProfile.Profile()
+    loop.enable()
+    try:
+        return cli.main(argv)
+    finally:
+        loop.disable()
+        loop.dump_stats(out + ".loop")
+        worker.dump_stats(out + ".worker")
+
+
 def _print_profile(path: Path) -> None:
     import pstats
 
-    if path.exists():
-        pstats.Stats(str(path)).sort_stats("tottime").print_stats(18)
+    for part in ("loop", "worker"):
+        f = Path(f"{path}.{part}")
+        if f.exists() and f.stat().st_size:
+            console.print(f"[bold]profile: {part} thread[/bold]")
+            pstats.Stats(str(f)).sort_stats("tottime").print_stats(14)
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--profiled-applier"]:
+        return _profiled_applier(sys.argv[2], sys.argv[3:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1:10000,100:50000,1000:50000",
                     help="B:N pairs: rows per source transaction : rows inserted")
@@ -212,7 +246,7 @@ def main() -> int:
                             "load_before": load_before, "load_after": _load()})
 
         table = Table(title=f"row changes applied per second (median of {args.repeat})")
-        for col in ("rows/txn", "row changes", *kinds, "apply ÷ p0", "apply ÷ p4", "load (1/5/15 min) before→after"):
+        for col in ("rows/txn", "row changes", *kinds, "apply ÷ p0", "apply ÷ p4", "load before→after"):
             table.add_column(col, justify="right")
         for r in results:
             rps: dict[str, float] = r["median_rows_per_s"]  # type: ignore[assignment]
