@@ -41,8 +41,14 @@ class DumpConnection:
     close_reason: str | None = None  # eof, client_gone, killed, error, shutdown
     error_code: int | None = None
     error: str | None = None
-    events_sent: int | None = None  # the dump's own packet counter (close record)
-    bytes_sent: int | None = None
+    events_sent: int | None = None  # the dump's own packet counter (close record): what it framed
+    bytes_sent: int | None = None  # bytes really written to the socket
+    faults: list[dict[str, Any]] = field(default_factory=list)  # `fault` records (--faults), in stream order
+
+    def fault(self, action: str) -> dict[str, Any] | None:
+        """The first `fault` record with ``action`` (``match``, ``close_after_events``, ``error_1236``, ...): where
+        the client's stream really was when the fault acted (``events``, ``bytes``, ``file``, ``pos``)."""
+        return next((f for f in self.faults if f.get("action") == action), None)
 
     def count(self, action: str, why: str | None = None) -> int:
         """Events given ``action`` (optionally for reason ``why``); `sent` leaves out the runs' policy events."""
@@ -98,6 +104,8 @@ def read_connections(ledger_dir: Path | str) -> list[DumpConnection]:
             conns[cid].runs.append(Run(str(rec["action"]), rec.get("why"), str(rec.get("file") or ""),
                                        int(rec.get("start") or 0), int(rec.get("end") or 0),
                                        int(rec.get("count") or 0), int(rec.get("policy") or 0)))
+        elif cid in conns and kind == "fault":
+            conns[cid].faults.append(rec)
         elif cid in conns and kind == "close":
             c = conns[cid]
             c.closed, c.close_reason = True, rec.get("reason")
