@@ -13,8 +13,9 @@ For every `B:N` of `--sizes` (B rows per source transaction, N rows inserted):
    * `replica p0`: a real replica (`slave_parallel_threads=0`), CHANGE MASTER ... MASTER_USE_GTID=slave_pos; the
      clock runs from START SLAVE until SHOW SLAVE STATUS says everything is read and executed;
    * `replica p4`: the same with `slave_parallel_threads=4, slave_parallel_mode=optimistic`;
-   * `binlogd-apply`: a fresh target and `binlogd-apply --channel =<primary>`; the clock runs from the process
-     start (Python start-up included) until binlogd_apply.channel_position holds the primary's end position.
+   * `binlogd-apply`: a fresh target and `binlogd-apply --channel =<primary> --no-start --admin-port P`; as for
+     the replicas the clock runs from START SLAVE (sent to the admin port once it answers: Python start-up is not
+     timed, as mariadbd's is not) until binlogd_apply.channel_position holds the primary's end position.
    Every copy's tables must equal the first replica's (CHECKSUM TABLE), else the benchmark exits 1.
 3. Medians of the repetitions: rows/s and the ratio binlogd-apply / replica; `uptime`'s load averages before and
    after each size (the machine is shared); JSON in benchmarks/results/apply_rows-<timestamp>.json.
@@ -39,11 +40,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import pymysql
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks import REPO_ROOT
-from binlogd.testing import HarnessError, MariaDB
+from binlogd.testing import HarnessError, MariaDB, free_port
 
 console = Console()
 KINDS = ("replica p0", "replica p4", "binlogd-apply")
@@ -121,13 +123,26 @@ class Bench:
         log_path = self.base / "applier.log"
         prefix = [sys.executable, "-m", "benchmarks.apply_rows", "--profiled-applier", str(profile)] if profile \
             else [sys.executable, "-m", "binlogd.applier.cli"]
+        admin = free_port()
         try:
             with open(log_path, "ab") as log:
-                t0 = time.monotonic()
                 self.proc = subprocess.Popen(
                     [*prefix, f"--target=mysql://root@127.0.0.1:{target.port}",
-                     f"--channel==mysql://root@127.0.0.1:{primary.port}", "--log-level=WARNING"],
+                     f"--channel==mysql://root@127.0.0.1:{primary.port}", "--log-level=WARNING", "--no-start",
+                     f"--admin-port={admin}"],
                     cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            conn = None
+            while conn is None:
+                try:
+                    conn = pymysql.connect(host="127.0.0.1", port=admin, user="root")
+                except pymysql.MySQLError:
+                    if self.proc.poll() is not None:
+                        raise RuntimeError("binlogd-apply exited: " + log_path.read_text()[-2000:]) from None
+                    time.sleep(0.05)
+            t0 = time.monotonic()
+            with conn.cursor() as cur:
+                cur.execute("START SLAVE")
+            conn.close()
             while True:
                 rows = target.query("SELECT log_file, log_pos FROM binlogd_apply.channel_position "
                                     "WHERE channel=''") if target.query("SHOW DATABASES LIKE 'binlogd_apply'") else []
