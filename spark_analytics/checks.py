@@ -93,7 +93,7 @@ class AuditData:
     torn: list[tuple[str, int, int]] = field(default_factory=list)
     relays: dict[str, Any] = field(default_factory=dict)  # replica server_id (text) -> relay events DataFrame
     raw_ledger: Any = None  # the records as read (check 10's seq test); None: same as `ledger`
-    cached: list[Any] = field(default_factory=list)  # DataFrames cached for the whole audit (unpersisted at its end)
+    cached: list[Any] = field(default_factory=list)  # kept for the whole audit (unpersisted at its end)
 
 
 def _F() -> Any:
@@ -117,11 +117,11 @@ def type_name(t: int | None) -> str:
 def drop_repeated_records(data: AuditData) -> None:
     """A line repeated byte for byte (same seq, same content) is one fact reported once, by check 10 ("appears 2
     times"): the other checks read each record once, so a copied line is not also an overlap. `data.raw_ledger`
-    keeps the records as written."""
+    keeps the records as written. Checkpointed: a short lineage for every check's plan."""
     L = data.ledger
     if data.raw_ledger is None:
         data.raw_ledger = L
-    data.ledger = L.dropDuplicates([c for c in L.columns if c != "ledger_file"]).cache()
+    data.ledger = L.dropDuplicates([c for c in L.columns if c != "ledger_file"]).localCheckpoint()
     data.cached.append(data.ledger)
 
 
@@ -361,7 +361,9 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
         "seq", "conn", "ts_us", "file", "ledger_file", *sent(F.col("start"), F.col("end"), F.col("count")))
     expanded = gaps.unionByName(tails).unionByName(isl).unionByName(bare).withColumn("r", F.lit("ev"))
     kept = B.filter(~F.col("ok")).select(*L.columns)  # not on the binlog's events: check 1 reports it as it is
-    data.ledger = L.filter(~is_run).unionByName(kept).unionByName(expanded, allowMissingColumns=True).cache()
+    # checkpointed, not only cached: every check builds on these records, and their lineage (windows, joins, unions)
+    # inside every check's plan made planning slow and the plan's text large enough to exhaust the driver's heap
+    data.ledger = L.filter(~is_run).unionByName(kept).unionByName(expanded, allowMissingColumns=True).localCheckpoint()
     data.cached.append(data.ledger)
     out: list[tuple] = []
     n = F.coalesce(F.col("p_n"), F.lit(0))
@@ -373,7 +375,6 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
                  F.format_string("record seq %d says sent_length %d; its events and policy holes give %d",
                                  F.col("seq"), F.col("sent_length"), sent_len))
     out = collect_findings(out)
-    data.ledger.count()  # materialized once, here: every check reads it
     for df in (P, B, A, B2):
         df.unpersist()
     return out

@@ -24,6 +24,9 @@ DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    # the audit's plans are wide (a union of findings per check): their text, built for every adaptive re-plan,
+    # must not grow without bound in the driver's heap
+    "spark.sql.maxPlanStringLength": "65536",
 }
 
 
