@@ -47,9 +47,8 @@ from binlogd.protocol.events import (
     parse_header,
 )
 
-from tests.harness import MariaDB, free_port
+from tests.harness import REPO_ROOT, MariaDB, free_port
 from tests.harness.applier import ApplierProc
-from tests.harness.binlogd import REPO_ROOT
 
 DBS = ("d1", "d2")
 
