@@ -4,6 +4,7 @@ A `Group` is what the channel read between two group boundaries (GTID ... XID/CO
 pre-GTID BEGIN ... COMMIT). `TargetSession.apply(group)` runs it as one target transaction and writes the
 channel's position (applier/position.py) inside that same transaction, so a crash anywhere leaves either the
 whole group with its position or neither. DDL commits implicitly: its position is written right after.
+`apply_many(groups)` does the same for consecutive groups whose statements go out together (applier/pipeline.py).
 
 Statement events are replayed like a MariaDB SQL thread does: the status variables of each Query event
 (default database, sql_mode, character set and collations, time_zone, lc_time_names, collation_database,
@@ -11,11 +12,11 @@ pseudo_thread_id, TIMESTAMP with microseconds, foreign_key_checks / unique_check
 check_constraint_checks from flags2, auto_increment_increment/offset) become `SET @@session...` on the target
 session (only the ones that changed), USER_VAR / INTVAR / RAND become `SET @v`, `SET INSERT_ID`,
 `SET LAST_INSERT_ID`, `SET @@rand_seed1/2`, and the statement bytes are sent unchanged. Row events are decoded
-by applier/rows.py and applied as parameterised INSERT / UPDATE ... LIMIT 1 / DELETE ... LIMIT 1 keyed by the
+by applier/rows.py and applied as multi-row INSERT / UPDATE ... LIMIT 1 / DELETE ... LIMIT 1 keyed by the
 before image (the primary key when the image holds it, else every column with `<=>`), mapping columns by
 position onto the target table like MariaDB does. Errors stop the channel with MariaDB-style texts.
 
-Names: `Group`, `ApplyError`, `TargetSession` (`connect`, `apply`, `load_position`, `close`), `is_ddl`.
+Names: `Group`, `ApplyError`, `TargetSession` (`connect`, `apply`, `apply_many`, `load_position`, `close`), `is_ddl`.
 """
 
 from __future__ import annotations
