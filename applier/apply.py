@@ -161,6 +161,7 @@ class TargetSession:
         self._state: dict[str, str] = {}
         self._tables: dict[tuple[str, str], TargetTable] = {}
         self._maps: dict[int, tuple[TableMap, bool]] = {}
+        self._table_maps: dict[TableMapBody, TableMap] = {}
         self._readers: dict[tuple[int, str, str], list[Reader]] = {}
         self._collations: dict[int, tuple[str, str]] = {}
         self._pending: list[str] = []
@@ -384,7 +385,11 @@ class TargetSession:
             self._query(ev, b, g)
         elif t == TABLE_MAP_EVENT:
             assert isinstance(b, TableMapBody)
-            tm = decode_table_map(b)
+            tm = self._table_maps.get(b)
+            if tm is None:  # the reader hands the same body object for the same TABLE_MAP bytes: decode it once
+                if len(self._table_maps) >= 4096:
+                    self._table_maps.clear()
+                tm = self._table_maps[b] = decode_table_map(b)
             ok = self.filters.apply_row_event(tm.db, tm.table) if self.filters is not None else True
             self._maps[tm.table_id] = (tm, ok)
         elif t in ROWS_EVENT_TYPES:

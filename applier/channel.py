@@ -41,6 +41,8 @@ from binlogd.protocol.constants import (
     APPEND_BLOCK_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
     BINLOG_CHECKPOINT_EVENT,
+    BINLOG_CHECKSUM_ALG_CRC32,
+    CRC_LEN,
     CREATE_FILE_EVENT,
     DELETE_FILE_EVENT,
     EXEC_LOAD_EVENT,
@@ -49,6 +51,7 @@ from binlogd.protocol.constants import (
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_LIST_EVENT,
+    HEADER_LEN,
     HEARTBEAT_LOG_EVENT,
     INCIDENT_EVENT,
     INTVAR_EVENT,
@@ -79,6 +82,7 @@ from binlogd.protocol.events import (
     RotateBody,
     fde_checksum_alg,
     parse_event,
+    parse_header,
 )
 from binlogd.protocol.tables_info import TABLES_INFO_EVENT
 from binlogd.protocol.tls_options import ssl_status_columns
@@ -95,6 +99,7 @@ log = logging.getLogger("binlogd.apply")
 
 QUEUE_GROUPS: Final = 256  # groups read ahead of the applier (bounded: back-pressure on the source)
 GROUPS_PER_TRIP: Final = 64  # queued groups handed to the worker at once (each still its own transaction)
+TABLE_MAPS_KEPT: Final = 4096  # decoded TABLE_MAP bodies kept by their bytes (the cache is emptied when full)
 ER_UNKNOWN_EVENT: Final = 1594  # ER_SLAVE_RELAY_LOG_READ_FAILURE, what MariaDB's SQL thread reports
 ER_SLAVE_INCIDENT: Final = 1590
 ER_NOT_SUPPORTED_YET: Final = 1235
@@ -146,6 +151,7 @@ class Channel:
         self._queue: asyncio.Queue[Any] | None = None
         self._applying_ts: int | None = None  # timestamp of the group in the worker (Seconds_Behind_Master)
         self._discard = False  # the SQL side stopped: the reader keeps reading (IO thread) but queues nothing
+        self._table_maps: dict[bytes, Any] = {}  # TABLE_MAP body bytes -> its decoded body (see _parse)
 
     # ---- control --------------------------------------------------------------------------------------------
 
@@ -358,7 +364,7 @@ class Channel:
                 self.master_server_id = int.from_bytes(raw[5:9], "little")
                 continue
             try:
-                ev = parse_event(raw, alg)
+                ev = self._parse(raw, alg)
             except EventDecodeError as e:
                 await fail(ApplyError(ER_UNKNOWN_EVENT, f"Relay log read failure: could not parse the event after "
                                                         f"{cur.file}:{cur.pos}: {e}"))
@@ -449,6 +455,25 @@ class Channel:
             await fail(ApplyError(ER_UNKNOWN_EVENT, f"Unknown event code {typ} (not ignorable) in {cur.file} at "
                                                     f"end_log_pos {h.log_pos}: the applier cannot apply it and "
                                                     f"stopped before it"))
+
+    def _parse(self, raw: bytes, alg: int) -> Event:
+        """`parse_event`, except that a TABLE_MAP whose body was seen before reuses that decoded body: every group
+        of a table repeats the same TABLE_MAP body, whose decoding was the reader's largest cost per group (the
+        header, which differs, is always parsed; a same-bytes body decodes to the same value)."""
+        typ = raw[4]
+        if typ != TABLE_MAP_EVENT:
+            return parse_event(raw, alg)
+        crc = alg == BINLOG_CHECKSUM_ALG_CRC32
+        key = bytes(raw[HEADER_LEN:len(raw) - CRC_LEN if crc else len(raw)])
+        body = self._table_maps.get(key)
+        header = parse_header(raw)
+        if body is None or header.event_length != len(raw):
+            ev = parse_event(raw, alg)
+            if len(self._table_maps) >= TABLE_MAPS_KEPT:
+                self._table_maps.clear()
+            self._table_maps[key] = ev.body
+            return ev
+        return Event(header, body, int.from_bytes(raw[-CRC_LEN:], "little") if crc else None)
 
     # ---- status ---------------------------------------------------------------------------------------------
 
