@@ -21,11 +21,21 @@ from mysql_mimic import context, packets
 from mysql_mimic.connection import Connection
 from mysql_mimic.constants import KillKind
 from mysql_mimic.errors import MysqlError
+from mysql_mimic.prepared import PreparedStatement
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
 
+from .charsets import BINARY_COLLATION, LATIN1_COLLATION, usable_collation
 from .constants import ER_ACCESS_DENIED_ERROR, ER_MALFORMED_PACKET
 from .handshake import ER_HANDSHAKE_ERROR, HandshakeError, check_change_user, parse_handshake_response
 from .packets import err_packet
+from .stmt_errors import (
+    MAX_LONG_DATA,
+    MAX_PREPARED_STMTS,
+    bad_arguments,
+    no_open_cursor,
+    too_many_statements,
+    unknown_statement,
+)
 
 log = logging.getLogger("binlogd.conn")
 
@@ -171,6 +181,7 @@ class StrictConnection(Connection):
         """mimic's connection phase with binlogd's strict parser in front of mimic's (which loops forever on
         a missing NUL terminator)."""
         PEER_HOST.set(self.peer_host)
+        next(self.prepared_stmt_seq)  # mimic's ids start at 0; MariaDB's at 1
         plugin = self.identity_provider.get_default_plugin()
         auth_data, auth_state = await plugin.start()
         assert isinstance(auth_data, bytes)
@@ -191,7 +202,10 @@ class StrictConnection(Connection):
                 checked = parse_handshake_response(data, int(self.server_capabilities))
                 if checked.ssl_request:
                     raise HandshakeError("a second SSL request")
-            self.session.handshake_collation = checked.charset  # type: ignore[attr-defined]
+            collation = usable_collation(checked.charset)
+            self.session.handshake_collation = collation  # type: ignore[attr-defined]
+            if collation != checked.charset or collation == BINARY_COLLATION:  # mimic decodes names with it
+                data = data[:8] + bytes((LATIN1_COLLATION if collation == BINARY_COLLATION else collation,)) + data[9:]
             response = packets.parse_handshake_response(capabilities=self.server_capabilities, data=data)
         except (HandshakeError, ValueError, KeyError, struct.error, UnicodeDecodeError) as e:
             await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
@@ -203,7 +217,8 @@ class StrictConnection(Connection):
             raise AuthFailed(f"user {response.username!r} refused: clear-text login with require_secure_transport")
         self.capabilities = response.capabilities
         self.max_packet_size = response.max_packet_size
-        self.session.variables.set("character_set_client", response.client_charset.name)
+        self.session.variables.set("character_set_client", "binary" if collation == BINARY_COLLATION
+                                   else response.client_charset.name)
         self.session.database = response.database
         self.client_plugin_name = response.client_plugin
         self.client_connect_attrs = response.connect_attrs
@@ -238,6 +253,69 @@ class StrictConnection(Connection):
             return
         await super().authenticate(username, auth_response, client_plugin_name, connect_attrs, auth_state,
                                    server_plugin)
+
+    # ---- prepared statements: mimic's registry (prepared_stmts), MariaDB's answers -----------------------------
+
+    def _stmt(self, data: bytes, command: str) -> PreparedStatement:
+        """The statement a COM_STMT_* names, or MariaDB's 1243 naming the command that asked."""
+        if len(data) < 4:
+            raise MysqlError("Malformed communication packet", ER_MALFORMED_PACKET)  # type: ignore[arg-type]
+        stmt_id = int.from_bytes(data[:4], "little")
+        stmt = self.prepared_stmts.get(stmt_id)
+        if stmt is None:
+            raise unknown_statement(stmt_id, command)
+        return stmt
+
+    async def handle_stmt_prepare(self, data: bytes) -> None:
+        if len(self.prepared_stmts) >= MAX_PREPARED_STMTS:
+            raise too_many_statements()
+        await super().handle_stmt_prepare(data)
+
+    async def handle_stmt_execute(self, data: bytes) -> None:
+        """Unknown ids get 1243 and parameter data mimic cannot read gets 1210, checked before mimic runs."""
+        stmt = self._stmt(data, "mysqld_stmt_execute")
+        try:
+            packets.parse_com_stmt_execute(capabilities=self.capabilities, client_charset=self.client_charset,
+                                           data=data, get_stmt=lambda _: stmt)
+        except (AssertionError, OverflowError, MemoryError, struct.error, IndexError, ValueError, KeyError,
+                TypeError, EOFError, UnicodeDecodeError, LookupError) as e:
+            stmt.param_buffers = None
+            log.info("connection %d: COM_STMT_EXECUTE %d: bad parameters: %r", self.connection_id, stmt.stmt_id, e)
+            raise bad_arguments("mysqld_stmt_execute") from e
+        await super().handle_stmt_execute(data)
+
+    async def handle_stmt_fetch(self, data: bytes) -> None:
+        stmt = self._stmt(data, "mysqld_stmt_fetch")
+        if stmt.cursor is None:
+            raise no_open_cursor(stmt.stmt_id)
+        if len(data) < 8:
+            raise MysqlError("Malformed communication packet", ER_MALFORMED_PACKET)  # type: ignore[arg-type]
+        await super().handle_stmt_fetch(data)
+
+    async def handle_stmt_reset(self, data: bytes) -> None:
+        self._stmt(data, "mysqld_stmt_reset")
+        await super().handle_stmt_reset(data)
+
+    async def handle_stmt_close(self, data: bytes) -> None:
+        """No answer, whatever the packet holds (MariaDB sends none: a pipelining client would get out of step)."""
+        if len(data) >= 4:
+            self.prepared_stmts.pop(int.from_bytes(data[:4], "little"), None)
+
+    async def handle_stmt_send_long_data(self, data: bytes) -> None:
+        """No answer ever (as MariaDB); a short packet or an unknown id is ignored, and a parameter's data is
+        bounded by max_allowed_packet (what is beyond it is dropped, so a client cannot grow it forever)."""
+        if len(data) < 6:
+            return
+        stmt = self.prepared_stmts.get(int.from_bytes(data[:4], "little"))
+        if stmt is None:
+            return
+        param_id = int.from_bytes(data[4:6], "little")
+        if param_id >= stmt.num_params:
+            return
+        buffers = stmt.param_buffers if stmt.param_buffers is not None else {}
+        stmt.param_buffers = buffers
+        buffer = buffers.setdefault(param_id, bytearray())
+        buffer += data[6 : 6 + max(0, MAX_LONG_DATA - len(buffer))]
 
     async def _write_raw(self, payload: bytes) -> None:
         await self.stream.write(payload)

@@ -47,6 +47,7 @@ from .tls import tls_status
 
 log = logging.getLogger("binlogd.conn")
 _WRITE_PRIVS = Priv.WRITE | Priv.RELOAD | Priv.BINLOG_ADMIN
+MAX_DUMP_NAME = 512  # FN_REFLEN: MariaDB does not dump from a longer file name
 
 # Commands mimic handles itself (everything else that is not replication gets 1047 like MariaDB).
 _MIMIC_COMMANDS = {
@@ -308,6 +309,11 @@ class ReplicationConnection(StrictConnection):
     async def handle_binlog_dump(self, data: bytes) -> None:
         if await self._refuse_replication(register=False):
             return
+        if len(data[11:].split(b"\0", 1)[0]) >= MAX_DUMP_NAME:  # MariaDB: no dump, an OK, the session ends
+            log.info("connection %d: COM_BINLOG_DUMP with a file name of %d bytes or more: session ended",
+                     self.connection_id, MAX_DUMP_NAME)
+            await self._write_raw(ok_packet())
+            return
         try:
             cmd = parse_binlog_dump(data)
         except CommandError as e:
@@ -319,7 +325,7 @@ class ReplicationConnection(StrictConnection):
                  label, cmd.file, cmd.pos, cmd.flags, params.capability, params.skip_replication,
                  params.connect_state)
         writer = self.stream.writer
-        writer.transport.set_write_buffer_limits(high=1 << 20)
+        writer.transport.set_write_buffer_limits(high=32 << 10)  # back-pressure per dump: a slow reader holds little
         ledger = self.primary.ledger
         fault = await self._fault_writer(cmd.server_id, params, label) if self.faults is not None else None
         dump = DumpStream(self.primary.store, writer, self.primary.server_id, params,

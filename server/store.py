@@ -276,7 +276,9 @@ class BinlogStore:
 
     def gtid_state_at(self, name: str, pos: int) -> BinlogState | None:
         """GTID state at `pos` of file `name` (its GTID_LIST plus the GTID events before `pos`); None when
-        `pos` is not an event boundary."""
+        `pos` is not an event boundary, or is past the file's end (a client-chosen position never sizes a read)."""
+        if pos > self.end_of(name):
+            return None
         state, start = self._head_state(name)
         ends = self._add_gtids(name, start, pos, state)
         if pos not in (BIN_LOG_HEADER_SIZE, start) and (not ends or ends[-1] != pos):

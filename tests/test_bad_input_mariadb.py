@@ -1,0 +1,253 @@
+"""Issue 19's defects, each answered as a real MariaDB 10.11 answers the same bytes.
+
+One MariaDB and one binlogd (standalone over the oracle binlogs) get the same packets; every case records
+what came back (an ERR's code and text, OK, a result, nothing, or a closed connection) and the two records
+must be equal and equal to the expected literal (so a case cannot pass by both sides closing early).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_bad_input import (
+    COM_PING,
+    COM_QUERY,
+    COM_STMT_CLOSE,
+    COM_STMT_EXECUTE,
+    COM_STMT_FETCH,
+    COM_STMT_PREPARE,
+    COM_STMT_RESET,
+    COM_STMT_SEND_LONG_DATA,
+    assert_healthy,
+    native_scramble,
+    parse_handshake,
+    read_packet,
+    send_packet,
+)
+
+TIMEOUT = 5.0
+Answer = tuple[Any, ...]
+
+
+def answer(sock: socket.socket) -> Answer:
+    """What the next packet is: ("err", code, text), ("ok",), ("eof",), ("data",) or ("closed",)."""
+    pkt = read_packet(sock)
+    if pkt is None:
+        return ("closed",)
+    body = pkt[1]
+    if body[:1] == b"\xff":
+        return ("err", struct.unpack_from("<H", body, 1)[0], body[9:].decode(errors="replace"))
+    if body[:1] == b"\x00":
+        return ("ok",)
+    if body[:1] == b"\xfe" and len(body) < 9:
+        return ("eof",)
+    return ("data",)
+
+
+def then_ping(sock: socket.socket) -> Answer:
+    """The answer after a COM_PING: ("ok",) when the previous command got no answer at all."""
+    send_packet(sock, bytes((COM_PING,)))
+    return answer(sock)
+
+
+def login(host: str, port: int, charset: int = 33) -> socket.socket:
+    """A raw mysql_native_password login as root with an empty password and the given handshake charset."""
+    sock = socket.create_connection((host, port), timeout=TIMEOUT)
+    pkt = read_packet(sock)
+    assert pkt is not None
+    parse_handshake(pkt[1])  # checks the greeting
+    caps = 0x00000001 | 0x00000004 | 0x00000200 | 0x00008000 | 0x00080000 | 0x00020000
+    body = struct.pack("<IIB", caps, 1 << 24, charset) + bytes(23) + b"root\0" + b"\0" + b"mysql_native_password\0"
+    send_packet(sock, body, 1)
+    got = read_packet(sock)
+    assert got is not None, "closed during login"
+    if got[1][:1] == b"\xfe":  # auth switch: the scramble for an empty password is empty
+        send_packet(sock, native_scramble("", got[1][1:]), got[0] + 1)
+        got = read_packet(sock)
+        assert got is not None
+    assert got[1][:1] == b"\x00", got[1]
+    return sock
+
+
+def prepare(sock: socket.socket, sql: str) -> int:
+    """COM_STMT_PREPARE; reads the whole answer and returns the statement id."""
+    send_packet(sock, bytes((COM_STMT_PREPARE,)) + sql.encode())
+    pkt = read_packet(sock)
+    assert pkt is not None and pkt[1][:1] == b"\x00", pkt
+    stmt_id, cols, params = struct.unpack_from("<IHH", pkt[1], 1)
+    for n in (params, cols):
+        if n:
+            for _ in range(n + 1):  # definitions, then EOF
+                assert read_packet(sock) is not None
+    return int(stmt_id)
+
+
+def query(sock: socket.socket, sql: str) -> Answer:
+    send_packet(sock, bytes((COM_QUERY,)) + sql.encode())
+    return answer(sock)
+
+
+# ---- the cases: (name, expected, run(sock) -> observed) ------------------------------------------------------
+
+
+def _fetch_unknown(s: socket.socket) -> Answer:
+    send_packet(s, bytes((COM_STMT_FETCH,)) + bytes(4) + bytes.fromhex("5d16f32e"))
+    return answer(s)
+
+
+def _fetch_no_cursor(s: socket.socket) -> Answer:
+    sid = prepare(s, "SELECT 1")
+    send_packet(s, bytes((COM_STMT_FETCH,)) + struct.pack("<II", sid, 1))
+    return (*answer(s), sid)
+
+
+def _execute_unknown(s: socket.socket) -> Answer:
+    send_packet(s, bytes((COM_STMT_EXECUTE,)) + struct.pack("<IBI", 999, 0, 1))
+    return answer(s)
+
+
+def _execute_huge_length(s: socket.socket) -> Answer:
+    sid = prepare(s, "SELECT ?")
+    body = struct.pack("<IBI", sid, 0, 1) + b"\x00\x01" + bytes((0xFE, 0)) + b"\xfe" + b"\xff" * 8
+    send_packet(s, bytes((COM_STMT_EXECUTE,)) + body)
+    return answer(s)
+
+
+def _execute_missing_params(s: socket.socket) -> Answer:
+    sid = prepare(s, "SELECT ?")
+    send_packet(s, bytes((COM_STMT_EXECUTE,)) + struct.pack("<IBI", sid, 0, 1))
+    return answer(s)
+
+
+def _execute_bad_type(s: socket.socket) -> Answer:
+    sid = prepare(s, "SELECT ?, ?")
+    body = struct.pack("<IBI", sid, 0, 1) + b"\x00\x01" + bytes((0x0F, 0, 0x99, 0)) + b"\x01a\x01b"
+    send_packet(s, bytes((COM_STMT_EXECUTE,)) + body)
+    return answer(s)
+
+
+def _reset_unknown(s: socket.socket) -> Answer:
+    send_packet(s, bytes((COM_STMT_RESET,)) + struct.pack("<I", 999))
+    return answer(s)
+
+
+def _close_short(s: socket.socket) -> Answer:
+    send_packet(s, bytes((COM_STMT_CLOSE, 1)))
+    return then_ping(s)
+
+
+def _long_data_unknown(s: socket.socket) -> Answer:
+    send_packet(s, bytes((COM_STMT_SEND_LONG_DATA,)) + struct.pack("<IH", 999, 0) + b"abc")
+    return then_ping(s)
+
+
+def _long_data_short(s: socket.socket) -> Answer:
+    send_packet(s, bytes((COM_STMT_SEND_LONG_DATA, 1, 0)))
+    return then_ping(s)
+
+
+def _dump_long_name(s: socket.socket) -> Answer:
+    send_packet(s, b"\x12" + struct.pack("<IHI", 4, 0, 77) + b"x" * 600)
+    return answer(s) + answer(s)  # an OK, then the session ends (MariaDB's fake COM_QUIT)
+
+
+def _gtid_pos(pos: str) -> Callable[[socket.socket], Answer]:
+    def run(s: socket.socket) -> Answer:
+        send_packet(s, bytes((COM_QUERY,)) + f"SELECT BINLOG_GTID_POS('mysql-bin.000001', {pos})".encode())
+        first = read_packet(s)
+        assert first is not None
+        if first[1][:1] == b"\xff":
+            return ("err", struct.unpack_from("<H", first[1], 1)[0])
+        packets = [first[1]]
+        while packets[-1][:1] != b"\xfe" or len(packets) < 4:  # count, definition, EOF, row, EOF
+            pkt = read_packet(s)
+            assert pkt is not None
+            packets.append(pkt[1])
+        return ("row", packets[3])
+    return run
+
+
+def _ping(s: socket.socket) -> Answer:
+    return then_ping(s)
+
+
+CHARSETS = {"charset_0": 0, "charset_63": 63, "charset_254": 254}
+
+
+CASES: list[tuple[str, Answer, Callable[[socket.socket], Answer]]] = [
+    ("fetch_unknown_id", ("err", 1243, "Unknown prepared statement handler (0) given to mysqld_stmt_fetch"),
+     _fetch_unknown),
+    ("fetch_without_cursor", ("err", 1421, "The statement (1) has no open cursor", 1), _fetch_no_cursor),
+    ("execute_unknown_id", ("err", 1243, "Unknown prepared statement handler (999) given to mysqld_stmt_execute"),
+     _execute_unknown),
+    ("execute_missing_params", ("err", 1210, "Incorrect arguments to mysqld_stmt_execute"),
+     _execute_missing_params),
+    ("execute_bad_type", ("err", 1210, "Incorrect arguments to mysqld_stmt_execute"), _execute_bad_type),
+    ("reset_unknown_id", ("err", 1243, "Unknown prepared statement handler (999) given to mysqld_stmt_reset"),
+     _reset_unknown),
+    ("close_short", ("ok",), _close_short),
+    ("long_data_unknown_id", ("ok",), _long_data_unknown),
+    ("long_data_short", ("ok",), _long_data_short),
+    ("dump_name_600_bytes", ("ok", "closed"), _dump_long_name),
+    ("charset_0", ("ok",), _ping),
+    ("charset_63", ("ok",), _ping),
+    ("charset_254", ("ok",), _ping),
+    ("gtid_pos_2^64-1", ("row", b"\xfb"), _gtid_pos("18446744073709551615")),
+    ("gtid_pos_2^63-1", ("row", b"\xfb"), _gtid_pos("9223372036854775807")),
+    ("gtid_pos_2^70", ("row", b"\xfb"), _gtid_pos("1180591620717411303424")),
+    ("gtid_pos_-1", ("row", b"\xfb"), _gtid_pos("-1")),
+]
+
+
+@pytest.fixture
+def pair(mariadb: Any, binlogd: Any, tmp_path: Path) -> tuple[Any, Any]:
+    from tests.test_bad_input import ORACLE, ORACLE_FILES
+
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for name in ORACLE_FILES:
+        (d / name).write_bytes((ORACLE / name).read_bytes())
+    real = mariadb("real", 1, "--log-bin=mysql-bin")
+    ours = binlogd(["--binlog-dir", str(d), "--server-id", "1"])
+    return real, ours
+
+
+def test_huge_parameter_length_is_1210_not_a_traceback(pair: tuple[Any, Any]) -> None:
+    """A length-encoded parameter length of 2^64-1: MariaDB clamps it to the bytes left and runs the statement
+    (a result set); binlogd (mimic's parameter reader) cannot, and answers 1210 instead of an internal error.
+    Both sides are asserted so the known difference is visible if either changes."""
+    real, ours = pair
+    got = {}
+    for label, srv in (("mariadb", real), ("binlogd", ours)):
+        sock = login(srv.host, srv.port)
+        try:
+            got[label] = _execute_huge_length(sock)
+        finally:
+            sock.close()
+    assert got == {"mariadb": ("data",), "binlogd": ("err", 1210, "Incorrect arguments to mysqld_stmt_execute")}
+    assert_healthy(ours)
+
+
+def test_answers_match_mariadb(pair: tuple[Any, Any]) -> None:
+    real, ours = pair
+    report = []
+    for name, expected, run in CASES:
+        got = {}
+        for label, srv in (("mariadb", real), ("binlogd", ours)):
+            sock = login(srv.host, srv.port, CHARSETS.get(name, 33))
+            try:
+                got[label] = run(sock)
+            finally:
+                sock.close()
+        report.append(f"{name}: mariadb={got['mariadb']} binlogd={got['binlogd']} expected={expected}")
+    print("\n".join(report))
+    bad = [r for r, (_, e, _) in zip(report, CASES, strict=True) if not r.endswith(f"binlogd={e} expected={e}")
+           or f"mariadb={e} " not in r]
+    assert not bad, "\n".join(bad)
+    assert_healthy(ours)
