@@ -17,8 +17,10 @@ For every `B:N` of `--sizes` (B rows per source transaction, N rows inserted):
      the replicas the clock runs from START SLAVE (sent to the admin port once it answers: Python start-up is not
      timed, as mariadbd's is not) until binlogd_apply.channel_position holds the primary's end position.
    Every copy's tables must equal the first replica's (CHECKSUM TABLE), else the benchmark exits 1.
-3. Medians of the repetitions: rows/s and the ratio binlogd-apply / replica; `uptime`'s load averages before and
-   after each size (the machine is shared); JSON in benchmarks/results/apply_rows-<timestamp>.json.
+3. Medians of the repetitions: rows/s and the ratio binlogd-apply / replica; the binlogd-apply process's CPU
+   (user+sys from START SLAVE to the end) per row change, the figure least disturbed by other work on the machine;
+   `uptime`'s load averages before and after each size (the machine is shared); JSON in
+   benchmarks/results/apply_rows-<timestamp>.json.
 
 `--profile` runs one more binlogd-apply per size under cProfile (not timed) and prints its top functions.
 Every process started here is stopped by PID, also on errors.
@@ -76,6 +78,12 @@ def _workload(primary: MariaDB, rows: int, batch: int) -> int:
     return rows + updates + deletes
 
 
+def _cpu_seconds(pid: int) -> float:
+    """user+sys CPU seconds of a live process (/proc/PID/stat): less sensitive to the machine's load than walls."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -86,6 +94,7 @@ class Bench:
         self.template = base / "_template"
         self.servers: list[MariaDB] = []
         self.proc: subprocess.Popen[bytes] | None = None
+        self.cpu: list[float] = []  # user+sys seconds of each binlogd-apply process from START SLAVE to the end
         self.count = 0
 
     def start(self, name: str, sid: int, *extra: str) -> MariaDB:
@@ -139,6 +148,7 @@ class Bench:
                     if self.proc.poll() is not None:
                         raise RuntimeError("binlogd-apply exited: " + log_path.read_text()[-2000:]) from None
                     time.sleep(0.05)
+            cpu0 = _cpu_seconds(self.proc.pid)
             t0 = time.monotonic()
             with conn.cursor() as cur:
                 cur.execute("START SLAVE")
@@ -152,6 +162,7 @@ class Bench:
                     raise RuntimeError("binlogd-apply exited: " + log_path.read_text()[-2000:])
                 time.sleep(0.02)
             seconds = time.monotonic() - t0
+            self.cpu.append(_cpu_seconds(self.proc.pid) - cpu0)
             self.stop_applier()
             return seconds, target.table_checksums(["bench"])
         finally:
@@ -236,6 +247,7 @@ def main() -> int:
                 total = _workload(primary, n, batch)
                 end = primary.master_status()
             runs: dict[str, list[float]] = {k: [] for k in kinds}
+            bench.cpu = []
             reference: dict[str, int | None] | None = None
             for rep in range(args.repeat):
                 for kind in kinds:
@@ -258,17 +270,21 @@ def main() -> int:
             median = {k: statistics.median(v) for k, v in runs.items()}
             results.append({"batch": batch, "rows": total, "runs_seconds": runs,
                             "median_rows_per_s": {k: total / s for k, s in median.items()},
+                            "applier_cpu_seconds": bench.cpu,
+                            "applier_cpu_us_per_row": statistics.median(bench.cpu) / total * 1e6 if bench.cpu else None,
                             "load_before": load_before, "load_after": _load()})
 
         table = Table(title=f"row changes applied per second (median of {args.repeat})")
-        for col in ("rows/txn", "row changes", *kinds, "apply ÷ p0", "apply ÷ p4", "load before→after"):
+        for col in ("rows/txn", "row changes", *kinds, "apply ÷ p0", "apply ÷ p4", "apply CPU µs/row",
+                    "load before→after"):
             table.add_column(col, justify="right")
         for r in results:
             rps: dict[str, float] = r["median_rows_per_s"]  # type: ignore[assignment]
             ratios = [f"{rps['binlogd-apply'] / rps[k]:.2f}x" if "binlogd-apply" in rps and k in rps else "-"
                       for k in ("replica p0", "replica p4")]
+            cpu = r["applier_cpu_us_per_row"]
             table.add_row(str(r["batch"]), f"{r['rows']:,}", *(f"{rps[k]:,.0f}" for k in kinds), *ratios,
-                          f"{r['load_before']}→{r['load_after']}")
+                          "-" if cpu is None else f"{cpu:.0f}", f"{r['load_before']}→{r['load_after']}")
         console.print(table)
         console.print(f"identical tables everywhere: {same}")
         out = REPO_ROOT / "benchmarks" / "results" / f"apply_rows-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
