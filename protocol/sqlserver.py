@@ -58,18 +58,25 @@ class SafeStream:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._inner = MysqlStream(reader, writer)
+        # seconds each read may wait (connect_timeout before login, wait_timeout after, as MariaDB's
+        # net->read_timeout): a silent peer or one stuck inside a packet is dropped without an answer
+        self.timeout: float | None = None
+
+    async def _read(self, n: int) -> bytes:
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._inner.reader.readexactly(n)
+        except (asyncio.IncompleteReadError, TimeoutError) as e:
+            raise ConnectionClosed() from e
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     async def read(self) -> bytes:
-        reader, seqs = self._inner.reader, self._inner.seq
+        seqs = self._inner.seq
         data = bytearray()
         while True:
-            try:
-                header = await reader.readexactly(4)
-            except asyncio.IncompleteReadError as e:
-                raise ConnectionClosed() from e
+            header = await self._read(4)
             word = int.from_bytes(header, "little")
             length, seq = word & 0xFFFFFF, word >> 24
             expected = next(seqs)
@@ -77,10 +84,7 @@ class SafeStream:
                 raise MysqlError("Got packets out of order", 1156)  # type: ignore[arg-type]
             if len(data) + length > self.max_payload:
                 raise MysqlError("Got a packet bigger than 'max_allowed_packet' bytes", 1153)  # type: ignore[arg-type]
-            try:
-                data += await reader.readexactly(length)
-            except asyncio.IncompleteReadError as e:
-                raise ConnectionClosed() from e
+            data += await self._read(length)
             if length < 0xFFFFFF:
                 return bytes(data)
 
@@ -109,6 +113,8 @@ class StrictConnection(Connection):
 
     require_secure_transport = False  # set by the server: a clear-text login is refused with 1045, as MariaDB does
     tls_handshake_timeout = 10.0  # seconds; a client that stalls in its TLS hello costs only its own connection
+    connect_timeout = 10.0  # MariaDB's: a peer that does not log in within it is dropped silently
+    wait_timeout = 28800.0  # MariaDB's default: an authenticated client idle for longer is dropped silently
 
     @property
     def tls_active(self) -> bool:
@@ -148,6 +154,7 @@ class StrictConnection(Connection):
         """mimic's _start, except that a failed handshake is answered once (1043 or 1045) and logged
         without a traceback."""
         context.connection_id.set(self.connection_id)
+        self._set_read_timeout(self.connect_timeout)
         try:
             await self.connection_phase()
             await self.session.init(self)
@@ -162,6 +169,7 @@ class StrictConnection(Connection):
             with contextlib.suppress(Exception):
                 await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
             return
+        self._set_read_timeout(self.wait_timeout)
         try:
             await self.command_phase()
         except asyncio.CancelledError:
@@ -173,6 +181,10 @@ class StrictConnection(Connection):
         finally:
             self.on_close()
             await self.session.close()
+
+    def _set_read_timeout(self, seconds: float) -> None:
+        if isinstance(self.stream, SafeStream):
+            self.stream.timeout = seconds
 
     def on_close(self) -> None:
         """Called once when the connection ends (subclasses drop their registrations)."""

@@ -200,6 +200,7 @@ class ReplicationConnection(StrictConnection):
     async def command_phase(self) -> None:
         """mimic's loop plus COM_REGISTER_SLAVE / COM_BINLOG_DUMP; never lets an exception kill the server."""
         while True:
+            self._set_read_timeout(self._wait_timeout())
             try:
                 data = await self.stream.read()
             except ConnectionClosed:
@@ -253,6 +254,11 @@ class ReplicationConnection(StrictConnection):
     async def handle_change_user(self, data: bytes) -> None:
         await super().handle_change_user(data)
         self.session.grant(self)  # type: ignore[attr-defined]
+
+    def _wait_timeout(self) -> float:
+        """The session's wait_timeout (SET SESSION wait_timeout), else the server's."""
+        value = self.session.state.session_sysvars.get("wait_timeout")  # type: ignore[attr-defined]
+        return float(value) if isinstance(value, int | float) else self.wait_timeout
 
     async def _refuse_replication(self, register: bool) -> bool:
         """COM_REGISTER_SLAVE / COM_BINLOG_DUMP without REPLICATION SLAVE: MariaDB's refusal, True if refused."""
@@ -325,7 +331,7 @@ class ReplicationConnection(StrictConnection):
                  label, cmd.file, cmd.pos, cmd.flags, params.capability, params.skip_replication,
                  params.connect_state)
         writer = self.stream.writer
-        writer.transport.set_write_buffer_limits(high=32 << 10)  # back-pressure per dump: a slow reader holds little
+        writer.transport.set_write_buffer_limits(high=16 << 10)  # back-pressure: a slow reader holds little
         ledger = self.primary.ledger
         fault = await self._fault_writer(cmd.server_id, params, label) if self.faults is not None else None
         dump = DumpStream(self.primary.store, writer, self.primary.server_id, params,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,52 @@ def test_answers_match_mariadb(pair: tuple[Any, Any]) -> None:
            or f"mariadb={e} " not in r]
     assert not bad, "\n".join(bad)
     assert_healthy(ours)
+
+
+def _closed_after(sock: socket.socket, limit: float) -> tuple[float, bytes]:
+    """(seconds until the server closed `sock`, what it sent before closing); fails after `limit` seconds."""
+    t0 = time.monotonic()
+    sock.settimeout(limit)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            chunk = b""
+        except TimeoutError as e:
+            raise AssertionError(f"still open after {limit} s, having sent {data!r}") from e
+        if not chunk:
+            return time.monotonic() - t0, data
+        data += chunk
+
+
+def test_unauthenticated_peers_dropped_after_connect_timeout(pair: tuple[Any, Any]) -> None:
+    """A silent peer, and one that sent only 2 bytes of a header, are dropped after connect_timeout (10 s by
+    default) with nothing sent, on both servers (all four wait at once)."""
+    socks = []
+    for srv in pair:
+        for early in (b"", b"\x20\x00"):
+            s = socket.create_connection((srv.host, srv.port), timeout=TIMEOUT)
+            assert read_packet(s) is not None  # the greeting
+            s.sendall(early)
+            socks.append(s)
+    t0 = time.monotonic()
+    results = []
+    for s in socks:
+        _, data = _closed_after(s, 14 - (time.monotonic() - t0))
+        results.append((round(time.monotonic() - t0), data))
+        s.close()
+    assert all(9 <= t <= 12 and data == b"" for t, data in results), results
+    assert_healthy(pair[1])
+
+
+def test_idle_authenticated_client_dropped_after_wait_timeout(pair: tuple[Any, Any]) -> None:
+    got = []
+    for srv in pair:
+        s = login(srv.host, srv.port)
+        assert query(s, "SET SESSION wait_timeout=1") == ("ok",)
+        seconds, data = _closed_after(s, 5)
+        got.append((round(seconds), data))
+        s.close()
+    assert got == [(1, b""), (1, b"")]
+    assert_healthy(pair[1])
