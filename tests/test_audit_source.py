@@ -158,7 +158,7 @@ def test_spark_partitions_by_offset(files: dict[str, Path], tmp_path: Path) -> N
     d = tmp_path / "b"
     d.mkdir()
     (d / "mysql-bin.000001").write_bytes(files["big"].read_bytes())
-    one = spark.read.format("binlog").load(str(d))
+    one = spark.read.format("binlog").option("split_bytes", str(1 << 40)).load(str(d))
     many = spark.read.format("binlog").option("split_bytes", str(8 << 20)).load(str(d))
     assert one.rdd.getNumPartitions() == 1 and many.rdd.getNumPartitions() > 2
     cols = ["start", "end", "ordinal", "type", "crc_ok", "trx", "group_end", "gtid_seq", "statement"]

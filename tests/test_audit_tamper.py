@@ -74,9 +74,13 @@ class Ledger:
                                      for r in self.recs))
 
 
+def _order(f: Finding) -> tuple:
+    return (f[0], -1 if f[1] is None else f[1], f[2] or "", -1 if f[3] is None else f[3], f[4])
+
+
 def errors(summary: dict) -> list[Finding]:
-    return sorted((f["check"], f["connection_id"], f["file"], f["pos"], f["message"]) for f in summary["findings"]
-                  if f["severity"] == "error")
+    return sorted(((f["check"], f["connection_id"], f["file"], f["pos"], f["message"]) for f in summary["findings"]
+                   if f["severity"] == "error"), key=_order)
 
 
 def run_tampered(spark, sc: Scenario, tmp_path: Path, *, ledger: Callable[[Ledger], list[Finding]] | None = None,
@@ -97,7 +101,7 @@ def run_tampered(spark, sc: Scenario, tmp_path: Path, *, ledger: Callable[[Ledge
         scn = dataclasses.replace(sc, binlog_dir=bd)
         expected = binlog(bd)
     rc, summary = audit(spark, scn, tmp_path / "out", ledger=led)
-    return rc, summary, sorted(expected)
+    return rc, summary, sorted(expected, key=_order)
 
 
 def fi(name: str) -> int:
@@ -311,7 +315,7 @@ def test_binlog_flag_set_with_valid_crc(spark, sc: Scenario, tmp_path: Path) -> 
     rc, summary, expected = run_tampered(spark, sc, tmp_path, binlog=flag_set_crc_fixed)
     conn_of = {c["server_id"]: c["connection_id"] for c in summary["connections"]}
     assert rc == 1
-    assert errors(summary) == sorted((c, conn_of[sid], f, p, m) for c, sid, f, p, m in expected)
+    assert errors(summary) == sorted(((c, conn_of[sid], f, p, m) for c, sid, f, p, m in expected), key=_order)
 
 
 # ---- untouched run, GTID connect, relay logs not covered ------------------------------------------------------------
@@ -334,15 +338,17 @@ def test_untouched_run_is_consistent_and_gtid_skips_are_not_withheld(spark, sc: 
 
 
 def test_relay_logs_not_covering_the_start_is_a_warning(spark, sc: Scenario, tmp_path: Path) -> None:
-    """The replica's first relay file gone (purged, or a GTID replica restarted its relay logs): the events before
-    the relay logs given are "not covered" (a warning with the fix), not "missing" (exit 0)."""
+    """Only the replica's last relay file kept (the others purged, or a GTID replica restarted its relay logs): the
+    events before the relay logs given are "not covered" (a warning with the fix), not "missing" (exit 0). The last
+    file begins with the upstream's artificial ROTATE, which names the upstream file."""
     assert sc.relay_dir is not None
     relay = tmp_path / "relay"
     shutil.copytree(sc.relay_dir, relay)
     names = [Path(x).name for x in (relay / "relay-bin.index").read_text().split()]
     assert len(names) >= 2, names
-    (relay / names[0]).unlink()
-    (relay / "relay-bin.index").write_text("".join(f"./{n}\n" for n in names[1:]))
+    for n in names[:-1]:
+        (relay / n).unlink()
+    (relay / "relay-bin.index").write_text(f"./{names[-1]}\n")
     rc, summary = audit(spark, sc, tmp_path / "out", relay=relay)
     assert rc == 0, summary["findings"]
     (w,) = summary["findings"]
