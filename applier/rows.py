@@ -25,6 +25,40 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
+from binlogd.protocol.column_types import (
+    T_BIT,
+    T_BLOB,
+    T_BLOB_COMPRESSED,
+    T_DATE,
+    T_DATETIME,
+    T_DATETIME2,
+    T_DOUBLE,
+    T_ENUM,
+    T_FLOAT,
+    T_GEOMETRY,
+    T_INT24,
+    T_JSON,
+    T_LONG,
+    T_LONG_BLOB,
+    T_LONGLONG,
+    T_MEDIUM_BLOB,
+    T_NEWDATE,
+    T_NEWDECIMAL,
+    T_NULL,
+    T_SET,
+    T_SHORT,
+    T_STRING,
+    T_TIME,
+    T_TIME2,
+    T_TIMESTAMP,
+    T_TIMESTAMP2,
+    T_TINY,
+    T_TINY_BLOB,
+    T_VAR_STRING,
+    T_VARCHAR,
+    T_VARCHAR_COMPRESSED,
+    T_YEAR,
+)
 from binlogd.protocol.constants import (
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
@@ -40,15 +74,6 @@ from binlogd.protocol.constants import (
     WRITE_ROWS_EVENT_V1,
 )
 from binlogd.protocol.events import EventDecodeError, TableMapBody, decompress_payload
-
-# MySQL field types (include/mysql_com.h enum_field_types) as they appear in TABLE_MAP.
-T_DECIMAL, T_TINY, T_SHORT, T_LONG, T_FLOAT, T_DOUBLE, T_NULL, T_TIMESTAMP = 0, 1, 2, 3, 4, 5, 6, 7
-T_LONGLONG, T_INT24, T_DATE, T_TIME, T_DATETIME, T_YEAR, T_NEWDATE, T_VARCHAR, T_BIT = 8, 9, 10, 11, 12, 13, 14, 15, 16
-T_TIMESTAMP2, T_DATETIME2, T_TIME2 = 17, 18, 19
-T_VARCHAR_COMPRESSED, T_BLOB_COMPRESSED = 140, 141
-T_JSON, T_NEWDECIMAL, T_ENUM, T_SET = 245, 246, 247, 248
-T_TINY_BLOB, T_MEDIUM_BLOB, T_LONG_BLOB, T_BLOB = 249, 250, 251, 252
-T_VAR_STRING, T_STRING, T_GEOMETRY = 253, 254, 255
 
 _META_1: Final = frozenset({T_FLOAT, T_DOUBLE, T_BLOB, T_TINY_BLOB, T_MEDIUM_BLOB, T_LONG_BLOB, T_GEOMETRY, T_JSON,
                             T_TIMESTAMP2, T_DATETIME2, T_TIME2, T_BLOB_COMPRESSED})

@@ -20,24 +20,24 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Final
 
+from binlogd.protocol.column_types import (
+    T_BLOB,
+    T_DATE,
+    T_DATETIME2,
+    T_DOUBLE,
+    T_FLOAT,
+    T_INT24,
+    T_LONG,
+    T_LONGLONG,
+    T_NEWDECIMAL,
+    T_SHORT,
+    T_STRING,
+    T_TIME2,
+    T_TIMESTAMP2,
+    T_TINY,
+    T_VARCHAR,
+)
 from binlogd.protocol.events import TableMapBody, packed_int
-
-# MySQL field types (include/mysql_com.h enum_field_types) the encoder writes.
-T_NEWDECIMAL: Final = 246
-T_TINY: Final = 1
-T_SHORT: Final = 2
-T_LONG: Final = 3
-T_FLOAT: Final = 4
-T_DOUBLE: Final = 5
-T_LONGLONG: Final = 8
-T_INT24: Final = 9
-T_DATE: Final = 10
-T_VARCHAR: Final = 15
-T_TIMESTAMP2: Final = 17
-T_DATETIME2: Final = 18
-T_TIME2: Final = 19
-T_BLOB: Final = 252
-T_STRING: Final = 254
 
 INT_BYTES: Final = {T_TINY: 1, T_SHORT: 2, T_INT24: 3, T_LONG: 4, T_LONGLONG: 8}
 NUMERIC_TYPES: Final = frozenset({*INT_BYTES, T_FLOAT, T_DOUBLE, T_NEWDECIMAL})
