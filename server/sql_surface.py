@@ -254,6 +254,32 @@ def _version_id(version: str) -> int:
     return int(m.group(1)) * 10000 + int(m.group(2)) * 100 + int(m.group(3)) if m else 101100
 
 
+# Bounds checked before the parser allocates anything per token: MariaDB's parser runs out of stack ("memory
+# exhausted", 1064) on deep nesting and binlogd's stops at _MAX_DEPTH levels (where the parser answers itself, with
+# its exact position); parentheses nested past _MAX_NESTING are refused by a scan that stops there instead of
+# lexing megabytes first. _MAX_TOKENS: no statement binlogd runs comes near it; a 16 MiB statement would
+# otherwise hold millions of token objects.
+_MAX_TOKENS = 100_000
+_MAX_NESTING = 256
+_NESTING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|/\*.*?\*/|#[^\n]*|--[ \t][^\n]*|[()]", re.S)
+
+
+def _check_nesting(sql: str) -> None:
+    """1064 'memory exhausted' at the first parenthesis nested past _MAX_NESTING (quotes and comments skipped);
+    cheap for the common statement, which has few parentheses."""
+    if sql.count("(") <= _MAX_NESTING:
+        return
+    depth = 0
+    for m in _NESTING.finditer(sql):
+        t = m.group()
+        if t == "(":
+            depth += 1
+            if depth > _MAX_NESTING:
+                raise _parse_error(sql, m.start(), "memory exhausted")
+        elif t == ")":
+            depth = max(0, depth - 1)
+
+
 def _lex(sql: str, version_id: int, backslash_escapes: bool = True, ansi_quotes: bool = False,
          hidden: list[tuple[int, int]] | None = None) -> list[_Tok]:
     """Split a statement into tokens, MariaDB-style: comments dropped, /*!NNNNN ... */ executed when
@@ -262,12 +288,15 @@ def _lex(sql: str, version_id: int, backslash_escapes: bool = True, ansi_quotes:
     `hidden` receives the spans MariaDB's preprocessed query text leaves out (executable-comment markers,
     skipped versioned comments); column names are built from that text.
     """
+    _check_nesting(sql)
     toks: list[_Tok] = []
     hidden = hidden if hidden is not None else []
     n = len(sql)
     i = 0
     in_exec = 0
     while i < n:
+        if len(toks) >= _MAX_TOKENS:
+            raise _parse_error(sql, i, "memory exhausted")
         c = sql[i]
         if c in " \t\n\r\f\v":
             i += 1

@@ -301,3 +301,47 @@ def test_idle_authenticated_client_dropped_after_wait_timeout(pair: tuple[Any, A
         s.close()
     assert got == [(1, b""), (1, b"")]
     assert_healthy(pair[1])
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_deep_nesting_answered_before_parsing(pair: tuple[Any, Any]) -> None:
+    """`SELECT ` + 4 MB of `(`: MariaDB's 1064 "memory exhausted" at once; binlogd the same answer, quickly and
+    without lexing the statement (its RSS barely moves)."""
+    real, ours = pair
+    sql = "SELECT " + "(" * 4_000_000
+    expected = ("err", 1064, "memory exhausted near '" + "(" * 77 + "...' at line 1")
+    before = _rss_mib(ours.pid)
+    for srv in (real, ours):
+        s = login(srv.host, srv.port)
+        t0 = time.monotonic()
+        assert query(s, sql) == expected
+        assert time.monotonic() - t0 < 2.0
+        s.close()
+    assert _rss_mib(ours.pid) - before < 32
+    assert_healthy(ours)
+
+
+def test_statement_with_millions_of_tokens_is_refused_quickly(pair: tuple[Any, Any]) -> None:
+    """`SELECT 1+1+...` (6 MB): MariaDB answers 1436 (thread stack overrun, with byte counts of its own stack);
+    binlogd refuses at its token bound with 1064 "memory exhausted" instead of holding millions of tokens."""
+    real, ours = pair
+    sql = "SELECT " + "1+" * 3_000_000 + "1"
+    s = login(real.host, real.port)
+    s.settimeout(60)  # MariaDB itself takes seconds over this one on a busy machine
+    assert query(s, sql)[:2] == ("err", 1436)
+    s.close()
+    before = _rss_mib(ours.pid)
+    s = login(ours.host, ours.port)
+    t0 = time.monotonic()
+    got = query(s, sql)
+    assert time.monotonic() - t0 < 3.0
+    assert got[:2] == ("err", 1064) and got[2].startswith("memory exhausted near '+1+1"), got
+    s.close()
+    assert _rss_mib(ours.pid) - before < 48
+    assert_healthy(ours)
