@@ -1,0 +1,43 @@
+"""A short run of benchmarks/fuzz.py (issue 19) against binlogd in directory and standalone modes: fixed seeds,
+bounded in packets and seconds; no traceback in the server's log, no hang, the server still running, RSS back
+within 32 MiB of the start, and a `mariadb-binlog --raw` dump afterwards byte-identical to the files."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.fuzz import raw_dump_matches, rss_mib, run_storm
+from tests.oracle_data import ORACLE
+
+PACKETS = 4000
+SECONDS = 20.0
+
+
+@pytest.mark.parametrize("mode", ["directory", "standalone"])
+def test_fuzz_storm(binlogd: Any, tmp_path: Path, mode: str) -> None:
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    if mode == "directory":
+        for name in ("mysql-bin.000001", "mysql-bin.000002"):
+            shutil.copyfile(ORACLE / name, d / name)
+        server = binlogd(["--binlog-dir", str(d), "--server-id", "1"])
+    else:
+        server = binlogd(["--datadir", str(d), "--server-id", "1"])
+    before = rss_mib(server.pid)
+    stats = run_storm(server.host, server.port, PACKETS, SECONDS, seed=19 if mode == "directory" else 20)
+    time.sleep(1.0)
+    after = rss_mib(server.pid)
+    log = server.log_text()
+    assert server.is_running, server.log_tail()
+    assert "Traceback" not in log, log[log.index("Traceback") - 500 :][:3000]
+    assert stats.hangs == 0, stats.hang_cases
+    assert stats.packets >= PACKETS * 0.9 and stats.connections > 100, stats  # the storm really ran
+    assert after - before < 32, (before, after)
+    files = {p.name: p for p in d.rglob("*-bin.[0-9]*")}
+    assert files
+    assert raw_dump_matches(server.port, files, tmp_path / "copy")
