@@ -4,6 +4,10 @@ Per file: fake ROTATE, the FDE (fixed up), then every stored event through the d
 at the end of the active file: EOF for non-blocking dumps, else wait for the store to grow, with
 heartbeats when idle. The event loop works on memoryviews of large file chunks and writes framed
 packets into one output buffer, so a plain SEND costs one header peek, one table lookup and one copy.
+
+Memory per dump is bounded (issue 12): file bytes come from the store's shared blocks (read once for all
+dumps), framed blocks from its shared frame cache, and output goes to the socket in slices of WRITE_SLICE with
+back-pressure, so a slow reader holds at most about one framed block and the transport's buffer.
 """
 
 from __future__ import annotations
@@ -48,11 +52,12 @@ from binlogd.protocol.rewrite import (
 from .fault_writer import FaultStop, FaultWriter
 from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
 from .ledger import NULL, EvRecord, Ledger, jstr
-from .store import BinlogStore, FramedChunk, StoreError
+from .store import BLOCK, BinlogStore, FramedChunk, StoreError
 
 log = logging.getLogger("binlogd.dump")
 
-CHUNK = 1 << 20  # file read size
+WRITE_SLICE = 32 << 10  # most handed to the transport at once (it copies what the socket does not take)
+_LEN = struct.Struct("<9xI")  # event_length in an event header
 _PEEK = struct.Struct("<4xB4xI4xH")  # type, event_length, flags
 _PKT = struct.Struct("<IB")  # packet header + the 0x00 OK byte of an event packet
 _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_GTID)
@@ -63,8 +68,21 @@ _NOT_IN_GROUPS = frozenset({3, 4, 15, 161, 163})  # STOP, ROTATE, FDE, BINLOG_CH
 _GTID_IDS = struct.Struct("<5xI10xQI")  # server_id, seq_no, domain_id of a GTID event (header + body start)
 
 
+_RUNS = frozenset({"sent", "hole", "dummy", "begin"})  # record actions that coalesce into runs
+
+
+def _continues(a: EvRecord, b: EvRecord) -> bool:
+    """`b` extends the run `a`: same file, action and why, starting where `a` ends (never an FDE at 4)."""
+    return a[0] == b[0] and a[2] == b[1] and a[5] == b[5] and a[6] == b[6] and b[1] != BIN_LOG_HEADER_SIZE
+
+
+def _join(a: EvRecord, b: EvRecord) -> EvRecord:
+    """One record for the runs `a` then `b` (several events: no type, flags or gtid, as docs/ledger.md says)."""
+    return (a[0], a[1], b[2], a[3] + b[3], a[4] + b[4], a[5], a[6], NULL, NULL, NULL, a[10] + b[10], a[11] + b[11])
+
+
 class Writer(Protocol):
-    def write(self, data: bytes | bytearray) -> None: ...
+    def write(self, data: bytes | bytearray | memoryview) -> None: ...
     async def drain(self) -> None: ...
 
 
@@ -157,6 +175,7 @@ class DumpStream:
         self.ledger_info = ledger_info or {}
         self.ledger_conn = 0  # numbered when the dump runs (a dump that never runs leaves no trace)
         self._recs: list[EvRecord] = []
+        self._tail: EvRecord | None = None  # the last run record handed over is held back (see _hand_over)
         self._conn_logged = False
         self._acc = (jstr(params.file), params.pos)  # end of the last non-fake record handed over (file as JSON)
         self._fj = NULL  # the current file's name as JSON text (records carry it so)
@@ -226,8 +245,8 @@ class DumpStream:
     def _fault_record(self, body: dict[str, object]) -> None:
         """A `fault` record (docs/ledger.md): what the connection's fault did, in stream order."""
         if self.ledger is not None:
-            if self._recs:
-                self._hand_over()
+            if self._recs or self._tail is not None:
+                self._hand_over(final=True)
             self.ledger.put_dict("fault", self.ledger_conn, body)
 
     def _ledger_conn_record(self, file: str, pos: int) -> None:
@@ -248,9 +267,24 @@ class DumpStream:
             "source_server_id": self.server_id, "binlog_dir": str(self.store.directory.absolute())})
         self._acc = (jstr(file), pos)
 
-    def _hand_over(self) -> None:
-        """Queue the records of the bytes about to be written (called right before the socket write)."""
+    def _hand_over(self, final: bool = False) -> None:
+        """Queue the records of the bytes about to be written (called right before the socket write).
+
+        Batches are small (a shared block, an event crossing a block's end), so a run a batch end cut continues in
+        the next batch: the last run record is held back and joined with the next batch's first record when that
+        one continues it (same file, action and `why`, contiguous), and queued with the next batch or at the
+        dump's end (`final`). The records are the ones 1 MiB batches gave, cut less often (docs/ledger.md)."""
         recs, self._recs = self._recs, []
+        tail, self._tail = self._tail, None
+        if tail is not None:
+            if recs and _continues(tail, recs[0]):
+                recs[0] = _join(tail, recs[0])
+            else:
+                recs.insert(0, tail)
+        if not final and recs and recs[-1][5] in _RUNS and recs[-1][1] != BIN_LOG_HEADER_SIZE:
+            self._tail = recs.pop()  # (a record at 4 is a file's FDE: never part of a run)
+        if not recs:
+            return
         assert self.ledger is not None
         self.ledger.put_records(self.ledger_conn, recs)
         for r in reversed(recs):
@@ -262,6 +296,8 @@ class DumpStream:
         """The `error` record (if any) and the `close` record; never blocks (a cancelled dump writes it too)."""
         assert self.ledger is not None
         self._ledger_conn_record(self.p.file, self.p.pos)
+        if self._tail is not None:
+            self._hand_over(final=True)
         file, pos = json.loads(self._acc[0]), self._acc[1]
         st = self.stats
         if err is not None and st.close_reason == "error":
@@ -336,11 +372,24 @@ class DumpStream:
             self._hand_over()
         if self.out:
             data, self.out = self.out, bytearray()
-            self.stats.bytes_sent += len(data)
-            self.writer.write(data)
-            await self.writer.drain()
+            await self._write(data)
         if self.ledger is not None and self.ledger.full:
             await self.ledger.wait_room()  # back-pressure: the dump waits for the ledger rather than lose records
+
+    async def _write(self, data: bytes | bytearray) -> None:
+        """Send `data` in slices, waiting for the transport to drain between them: what a slow reader makes the
+        server hold is one slice plus the transport's high-water mark, not a whole framed block copied again.
+        Through --faults the data goes whole (the fault writer cuts and counts packets per write)."""
+        self.stats.bytes_sent += len(data)
+        w = self.writer
+        if len(data) <= WRITE_SLICE or self.fault is not None:
+            w.write(data)
+            await w.drain()
+            return
+        mv = memoryview(data)
+        for i in range(0, len(data), WRITE_SLICE):
+            w.write(mv[i:i + WRITE_SLICE])
+            await w.drain()
 
     # --- start --------------------------------------------------------------------------------------------
     def _resolve_start(self) -> tuple[str, int]:
@@ -464,6 +513,7 @@ class DumpStream:
         if len(head) >= fde_end + HEADER_LEN and head[fde_end + 4] == START_ENCRYPTION_EVENT:
             self.last_event_pos = fde_end
             raise DumpError("Could not decrypt binlog: encryption key error")
+        del head  # not held while the file streams
         # MariaDB seeks to a start position > 4 without checking that it is an event boundary
         await self._stream(fd, name, start if start > BIN_LOG_HEADER_SIZE else fde_end)
 
@@ -476,28 +526,35 @@ class DumpStream:
         """Send the events of `name` from `pos`; returns at the end of a closed file (or a non-blocking end)."""
         store = self.store
         self.pos = pos
+        ino = os.fstat(fd).st_ino
         final = False  # seen rotated: the whole file is readable
         while True:
             version = store.version  # before the read: a change after it must wake the wait below
-            want = max(CHUNK, self._need)
             cap = None if final else store.published_end(name)  # binlogd's own writer: only what it published
-            n = want if cap is None else min(want, cap - pos)
-            data = await self._read_at(fd, pos, n) if n > 0 else b""
+            end = os.fstat(fd).st_size if cap is None else cap
+            data = await self._chunk(fd, ino, pos, end) if end > pos else b""
             if self.out or self._recs:
                 await self._flush()
-            consumed = await self._frame_chunk(fd, data, pos) if data else 0
+            consumed, framed = await self._frame_chunk(ino, data, pos) if data else (0, b"")
+            del data  # the shared block is not held while the packets are written
+            if framed:
+                await self._write(framed)  # records of these bytes were handed over with them
+            del framed
             pos += consumed
             if self.out or self._recs:
                 await self._flush()
-            if len(data) == want or consumed:
+            if consumed:
                 continue  # more may follow right away
-            # at the end of what the file holds now; `tail` bytes of an incomplete event follow
-            tail = len(data)
+            if self._tail is not None:  # nothing follows right away: the held-back run is queued now
+                self._hand_over(final=True)
+            # at the end of what the file holds now (a chunk always holds the whole event at `pos` when it is
+            # readable); `tail` bytes of an incomplete event follow
+            tail = max(0, end - pos)
             if not store.is_active(name):
-                # rotated: the file is final now; re-read once in case it grew before the switch
+                # rotated: the file is final now; look once more in case it grew before the switch
                 if not final:
                     final = True
-                    if len(await self._read_at(fd, pos, want)) > tail:
+                    if os.fstat(fd).st_size > pos + tail:
                         continue
                 if tail:
                     self.last_event_pos = pos
@@ -513,7 +570,31 @@ class DumpStream:
             await self._maybe_sync_position()
             await self._wait(version, name, pos + tail)
 
-    async def _frame_chunk(self, fd: int, data: bytes, pos: int) -> int:
+    async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview:
+        """What to frame next from `pos` (< `end`, the readable end): a view of the store's shared block holding
+        `pos`, up to the block's end; or, when the event at `pos` crosses that end, this event alone (read for
+        this dump only: the one copy a dump makes, as big as the event)."""
+        b0 = pos - pos % BLOCK
+        length = min(BLOCK, end - b0)
+        blk = await self.store.blocks.read((self.store.generation, ino, b0, length), fd, b0, length)
+        off = pos - b0
+        avail = len(blk) - off
+        if avail >= HEADER_LEN:
+            (evlen,) = _LEN.unpack_from(blk, off)
+            if evlen <= avail or evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
+                return memoryview(blk)[off:]  # (a bogus length is reported by _process)
+        elif len(blk) < length or b0 + len(blk) >= end:
+            return memoryview(blk)[max(0, off):]  # the readable bytes end inside this block
+        else:  # the header crosses the block's end
+            hdr = await self._read_at(fd, pos, HEADER_LEN)
+            if len(hdr) < HEADER_LEN:
+                return hdr
+            (evlen,) = _LEN.unpack_from(hdr)
+            if evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
+                return hdr
+        return await self._read_at(fd, pos, min(evlen, end - pos))
+
+    async def _frame_chunk(self, ino: int, data: bytes | memoryview, pos: int) -> tuple[int, bytes]:
         """Frame one chunk read at `pos`, or reuse the framing another dump in the same state already made.
 
         Dumps that read the same bytes at the same offset with the same policy, checksum algorithm and packet
@@ -521,9 +602,9 @@ class DumpStream:
         same place): the first frames the chunk, the others send its bytes.
         """
         if self.skipper is not None:
-            return await self._process(data, pos)
+            return await self._process(data, pos), b""  # (its packets are in self.out)
         gstate = (self._gtid, self._chain)  # the ledger's group tracking
-        key = (self.store.generation, os.fstat(fd).st_ino, pos, len(data), self.seq, self.policy, self.alg, gstate)
+        key = (self.store.generation, ino, pos, len(data), self.seq, self.policy, self.alg, gstate)
         cache = self.store.frames
         hit = cache.get(key)
         st = self.stats
@@ -538,24 +619,25 @@ class DumpStream:
                 self.sent_upto = pos + hit.sent_end
             self._need = hit.need
             self.pos = self.last_event_pos = self.last_byte = pos + hit.consumed
-            st.bytes_sent += len(hit.framed)
             if self.ledger is not None:
                 self._gtid, self._chain = hit.gtid_out, hit.chain_out
                 if hit.records:
                     self._recs.extend(hit.records)
                     self._hand_over()
-            self.writer.write(hit.framed)  # shared, immutable: no copy on our side
-            await self.writer.drain()
-            return hit.consumed
+            return hit.consumed, hit.framed  # shared, immutable: no copy on our side
         before = (st.events_sent, st.events_read, st.holes, st.dummies, st.begins, self.sent_upto)
         nrec = len(self._recs)
         consumed = await self._process(data, pos)
+        framed = bytes(self.out)
+        self.out = bytearray()
         cache.put(key, FramedChunk(
-            framed=bytes(self.out), consumed=consumed, seq_after=self.seq, sent=st.events_sent - before[0],
+            framed=framed, consumed=consumed, seq_after=self.seq, sent=st.events_sent - before[0],
             read=st.events_read - before[1], holes=st.holes - before[2], dummies=st.dummies - before[3],
             begins=st.begins - before[4], sent_end=self.sent_upto - pos if self.sent_upto != before[5] else -1,
             need=self._need, records=tuple(self._recs[nrec:]), gtid_out=self._gtid, chain_out=self._chain))
-        return consumed
+        if self._recs:
+            self._hand_over()
+        return consumed, framed  # the cached object itself: no second copy of this dump's framing
 
     async def _wait(self, version: int, name: str, known_end: int) -> None:
         """Wait for the store to change; heartbeat every period while nothing arrives."""
@@ -581,13 +663,13 @@ class DumpStream:
         self.sent_upto = self.pos
         await self._flush()
 
-    async def _process(self, buf: bytes, base: int) -> int:
+    async def _process(self, buf: bytes | memoryview, base: int) -> int:
         """Decide and frame every whole event in `buf` (file offset `base`); return the bytes consumed.
 
         The inner loop handles runs of events sent as stored or left out: one header peek, one table
         lookup, a 5-byte packet header and one copy into the output buffer, all on locals. Anything else (a
         rewrite, a GTID start position still pending, an incomplete or > 16 MiB event) leaves it for the
-        general path below, one event at a time. The output of one chunk (about CHUNK bytes) is flushed by
+        general path below, one event at a time. The output of one chunk (at most a BLOCK of file) is flushed by
         the caller.
         """
         mv = memoryview(buf)

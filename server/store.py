@@ -76,7 +76,7 @@ class FrameCache:
     """The most recently framed chunks, shared by all dumps of a store, bounded in bytes (chunks holding an
     event of several MiB are not kept)."""
 
-    def __init__(self, max_bytes: int = 32 << 20, max_item: int = 4 << 20) -> None:
+    def __init__(self, max_bytes: int = 8 << 20, max_item: int = 4 << 20) -> None:
         self.max_bytes = max_bytes
         self.max_item = max_item
         self._items: OrderedDict[Hashable, FramedChunk] = OrderedDict()
@@ -102,6 +102,60 @@ class FrameCache:
             self._bytes -= len(old.framed)
 
 
+BLOCK = 64 << 10  # file bytes per shared read (BlockCache); also the most a dump frames before writing
+
+
+def _pread_dup(fd: int, length: int, start: int) -> bytes:
+    try:
+        return os.pread(fd, length, start)
+    finally:
+        os.close(fd)
+
+
+class BlockCache:
+    """File bytes read once for all dumps: aligned blocks of BLOCK bytes, bounded in bytes (LRU).
+
+    200 dumps of one file read each block once between them (a read in flight is awaited, not repeated), and
+    hold only views of the shared blocks, never copies of their own. A block is keyed with its length: the last
+    block of a growing file is another entry once more of it is readable.
+    """
+
+    def __init__(self, max_bytes: int = 4 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[Hashable, bytes] = OrderedDict()
+        self._inflight: dict[Hashable, asyncio.Future[bytes]] = {}
+        self._bytes = 0
+        self.hits = self.misses = 0
+
+    async def read(self, key: Hashable, fd: int, start: int, length: int) -> bytes:
+        """The `length` bytes at `start` of `fd` (`key` names them: file identity, start and length)."""
+        item = self._items.get(key)
+        if item is not None:
+            self.hits += 1
+            self._items.move_to_end(key)
+            return item
+        fut = self._inflight.get(key)
+        if fut is None:
+            self.misses += 1
+            # on a duplicate of the descriptor: the dump that asked may close its own before the read ends
+            fut = asyncio.ensure_future(asyncio.to_thread(_pread_dup, os.dup(fd), length, start))
+            self._inflight[key] = fut
+            fut.add_done_callback(lambda f: self._landed(key, f))
+        # shielded: a dump cancelled while waiting must not cancel the read the others wait on
+        return await asyncio.shield(fut)
+
+    def _landed(self, key: Hashable, fut: asyncio.Future[bytes]) -> None:
+        self._inflight.pop(key, None)
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        data = fut.result()
+        self._items[key] = data
+        self._bytes += len(data)
+        while self._bytes > self.max_bytes and self._items:
+            _, old = self._items.popitem(last=False)
+            self._bytes -= len(old)
+
+
 class BinlogStore:
     """The binlog files dump streams read: a directory plus its index.
 
@@ -125,6 +179,7 @@ class BinlogStore:
         self._state_cache: tuple[str, int, BinlogState] | None = None
         self._state_lock = threading.Lock()
         self.frames = FrameCache()
+        self.blocks = BlockCache()
         # bumped by anything that rewrites bytes already in a file (a torn tail truncated on recovery):
         # part of FrameCache keys, which otherwise rely on files being append-only
         self.generation = 0
