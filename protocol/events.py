@@ -1,9 +1,10 @@
 """Sans-IO decoders and encoders for MariaDB binlog events (header, body, CRC).
 
 Layouts follow MariaDB 10.11 (sql/log_event.cc readers, sql/log_event_server.cc writers) and
-shared/spec/dump-protocol.md sections 1, 2, 7 and 9. Fixed layouts are declared with `construct`;
-this module is for inspection, SHOW BINLOG EVENTS and building the few events a binlog server makes,
-not for the per-event dump hot path (which only needs `parse_header` and the CRC helpers).
+shared/spec/dump-protocol.md sections 1, 2, 7 and 9. The body decoders run once per event in the applier,
+`binlogd show` and the audit, so they use `struct` and slicing rather than `construct` (about 10x faster;
+tests/test_events_fast.py proves them equal to the former construct layouts). The per-event dump path only
+needs `parse_header` and the CRC helpers.
 
 Every decoder raises exactly one exception type, `EventDecodeError`, for malformed input. Body
 decoders take the event body: the bytes after the 19-byte header, without the trailing CRC.
@@ -15,9 +16,8 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import Final, NamedTuple, TypeAlias
 
-import construct as cs
 from binlogd.protocol.checksum import event_crc
 from binlogd.protocol.constants import (
     ANNOTATE_ROWS_EVENT,
@@ -105,16 +105,8 @@ class EventDecodeError(ValueError):
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
 
-def _parse(con: cs.Construct, data: bytes, what: str) -> Any:
-    """Run a construct parser, turning its errors into EventDecodeError (callers only see one type)."""
-    try:
-        return con.parse(data)
-    except cs.ConstructError as exc:
-        raise EventDecodeError(f"{what}: {exc}".replace("\n", " ")) from None
-
-
 class _Reader:
-    """Bounds-checked cursor for the variable parts construct cannot express simply."""
+    """Bounds-checked cursor for the rare variable parts (structured status variables, USER_VAR, GTID extras)."""
 
     __slots__ = ("buf", "pos", "what")
 
@@ -176,31 +168,6 @@ def packed_int(value: int) -> bytes:
     if value < 1 << 24:
         return b"\xfd" + value.to_bytes(3, "little")
     return b"\xfe" + _u(value, 8, "packed integer")
-
-
-class _PackedInt(cs.Construct):  # type: ignore[misc]
-    """construct adapter for `packed_int`; 0xFB (SQL NULL) and 0xFF are not lengths, so they fail."""
-
-    def _parse(self, stream: Any, context: Any, path: str) -> int:
-        first = cs.stream_read(stream, 1, path)[0]
-        if first < 251:
-            return int(first)
-        size = {252: 2, 253: 3, 254: 8}.get(first)
-        if size is None:
-            raise cs.ExplicitError(f"invalid packed integer prefix 0x{first:02x}", path=path)
-        return int.from_bytes(cs.stream_read(stream, size, path), "little")
-
-    def _build(self, obj: int, stream: Any, context: Any, path: str) -> int:
-        data = packed_int(obj)
-        cs.stream_write(stream, data, len(data), path)
-        return obj
-
-    def _sizeof(self, context: Any, path: str) -> int:
-        raise cs.SizeofError(path=path)
-
-
-PackedInt = _PackedInt()
-Int48ul = cs.BytesInteger(6, swapped=True)
 
 
 # --- checksums -----------------------------------------------------------------------------------------
@@ -540,99 +507,6 @@ class Event:
     crc: int | None = None
 
 
-# --- construct layouts -------------------------------------------------------------------------------
-
-_FDE_FIXED = cs.Struct(
-    "binlog_version" / cs.Int16ul,
-    "server_version" / cs.Bytes(ST_SERVER_VER_LEN),
-    "create_timestamp" / cs.Int32ul,
-    "header_len" / cs.Int8ul,
-)
-_FDE_FIXED_LEN: Final = 2 + ST_SERVER_VER_LEN + 4 + 1  # 57
-_START_V3 = cs.Struct(
-    "binlog_version" / cs.Int16ul,
-    "server_version" / cs.Bytes(ST_SERVER_VER_LEN),
-    "create_timestamp" / cs.Int32ul,
-)
-_ROTATE = cs.Struct("position" / cs.Int64ul, "next_file" / cs.GreedyBytes)
-_QUERY_POST_HEADER = cs.Struct(
-    "thread_id" / cs.Int32ul,
-    "exec_time" / cs.Int32ul,
-    "db_len" / cs.Int8ul,
-    "error_code" / cs.Int16ul,
-    "status_vars_len" / cs.Int16ul,
-)
-_QUERY_POST_HEADER_LEN: Final = 13
-_EXECUTE_LOAD_EXTRA = cs.Struct(
-    "file_id" / cs.Int32ul,
-    "fn_pos_start" / cs.Int32ul,
-    "fn_pos_end" / cs.Int32ul,
-    "dup_handling" / cs.Int8ul,
-)
-_EXECUTE_LOAD_QUERY_POST_HEADER_LEN: Final = 26
-_XID = cs.Struct("xid" / cs.Int64ul)
-_XA_ID = cs.Struct(
-    "format_id" / cs.Int32ul,
-    "gtrid_len" / cs.Int8ul,
-    "bqual_len" / cs.Int8ul,
-    "gtrid" / cs.Bytes(cs.this.gtrid_len),
-    "bqual" / cs.Bytes(cs.this.bqual_len),
-)
-_GTID = cs.Struct(
-    "seq_no" / cs.Int64ul,
-    "domain_id" / cs.Int32ul,
-    "flags2" / cs.Int8ul,
-    "commit_id" / cs.If(cs.this.flags2 & FL_GROUP_COMMIT_ID, cs.Int64ul),
-    "xa" / cs.If(cs.this.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA), _XA_ID),
-    "rest" / cs.GreedyBytes,
-)
-_GTID_LIST_ENTRY = cs.Struct("domain_id" / cs.Int32ul, "server_id" / cs.Int32ul, "seq_no" / cs.Int64ul)
-_GTID_LIST_ENTRY_LEN: Final = 16
-_BINLOG_CHECKPOINT = cs.Struct("name_len" / cs.Int32ul, "file_name" / cs.Bytes(cs.this.name_len))
-_INTVAR = cs.Struct("type" / cs.Int8ul, "value" / cs.Int64ul)
-_RAND = cs.Struct("seed1" / cs.Int64ul, "seed2" / cs.Int64ul)
-_TABLE_MAP = cs.Struct(
-    "table_id" / Int48ul,
-    "flags" / cs.Int16ul,
-    "db_len" / cs.Int8ul,
-    "db" / cs.Bytes(cs.this.db_len),
-    cs.Bytes(1),
-    "table_len" / cs.Int8ul,
-    "table" / cs.Bytes(cs.this.table_len),
-    cs.Bytes(1),
-    "column_count" / PackedInt,
-    "column_types" / cs.Bytes(cs.this.column_count),
-    "metadata_len" / PackedInt,
-    "metadata" / cs.Bytes(cs.this.metadata_len),
-    "null_bitmap" / cs.Bytes((cs.this.column_count + 7) // 8),
-    "optional_metadata" / cs.GreedyBytes,
-)
-_ROWS_V1 = cs.Struct("table_id" / Int48ul, "flags" / cs.Int16ul, "data" / cs.GreedyBytes)
-_ROWS_V2 = cs.Struct(
-    "table_id" / Int48ul,
-    "flags" / cs.Int16ul,
-    "extra_len" / cs.Int16ul,
-    "extra" / cs.Bytes(cs.this.extra_len - 2),
-    "data" / cs.GreedyBytes,
-)
-_HEARTBEAT_SUB = cs.Struct("log_pos" / cs.Int64ul, "file_name" / cs.GreedyBytes)
-_START_ENCRYPTION = cs.Struct("scheme" / cs.Int8ul, "key_version" / cs.Int32ul, "nonce" / cs.Bytes(12))
-_START_ENCRYPTION_LEN: Final = 17
-_INCIDENT = cs.Struct(
-    "incident" / cs.Int16ul, "message_len" / cs.Int8ul, "message" / cs.Bytes(cs.this.message_len)
-)
-_APPEND_BLOCK = cs.Struct("file_id" / cs.Int32ul, "block" / cs.GreedyBytes)
-_FILE_ID = cs.Struct("file_id" / cs.Int32ul)
-_XA_PREPARE = cs.Struct(
-    "one_phase" / cs.Int8ul,
-    "format_id" / cs.Int32ul,
-    "gtrid_len" / cs.Int32ul,
-    "bqual_len" / cs.Int32ul,
-    "gtrid" / cs.Bytes(cs.this.gtrid_len),
-    "bqual" / cs.Bytes(cs.this.bqual_len),
-)
-
-
 # --- the MariaDB 10.11 FDE post-header table ------------------------------------------------------------
 
 def _post_header_table() -> bytes:
@@ -687,11 +561,72 @@ def compress_payload(data: bytes) -> bytes:
 
 
 # --- body decoders -------------------------------------------------------------------------------------
+#
+# Plain `struct.Struct.unpack_from` and slicing: these run once per event in the applier, `binlogd show` and
+# the audit, where construct cost 10-60 µs per body. Bounds are checked before each read, so a malformed
+# body raises EventDecodeError (never struct.error or IndexError). tests/test_events_fast.py holds the
+# former construct layouts and checks these decoders against them on real and mutated bodies.
+
+_U16: Final = struct.Struct("<H")
+_U32: Final = struct.Struct("<I")
+_U64: Final = struct.Struct("<Q")
+_FDE_FIXED: Final = struct.Struct(f"<H{ST_SERVER_VER_LEN}sIB")
+_FDE_FIXED_LEN: Final = _FDE_FIXED.size  # 57
+_START_V3: Final = struct.Struct(f"<H{ST_SERVER_VER_LEN}sI")
+_QUERY_POST_HEADER: Final = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_vars_len
+_QUERY_POST_HEADER_LEN: Final = _QUERY_POST_HEADER.size  # 13
+_EXECUTE_LOAD_EXTRA: Final = struct.Struct("<IIIB")  # file_id, fn_pos_start, fn_pos_end, dup_handling
+_EXECUTE_LOAD_QUERY_POST_HEADER_LEN: Final = 26
+_GTID_FIXED: Final = struct.Struct("<QIB")  # seq_no, domain_id, flags2
+_XA_ID_FIXED: Final = struct.Struct("<IBB")  # format_id, gtrid_len, bqual_len
+_GTID_LIST_ENTRY: Final = struct.Struct("<IIQ")  # domain_id, server_id, seq_no
+_GTID_LIST_ENTRY_LEN: Final = _GTID_LIST_ENTRY.size  # 16
+_INTVAR: Final = struct.Struct("<BQ")
+_RAND: Final = struct.Struct("<QQ")
+_TABLE_MAP_FIXED: Final = struct.Struct("<IHHB")  # table_id low 32 bits, high 16 bits, flags, db_len
+_ROWS_V1: Final = struct.Struct("<IHH")  # table_id low 32, high 16, flags
+_ROWS_V2: Final = struct.Struct("<IHHH")  # ... + extra-data length (counts its own 2 bytes)
+_START_ENCRYPTION: Final = struct.Struct("<BI12s")
+_START_ENCRYPTION_LEN: Final = _START_ENCRYPTION.size  # 17
+_INCIDENT: Final = struct.Struct("<HB")
+_XA_PREPARE: Final = struct.Struct("<BIII")  # one_phase, format_id, gtrid_len, bqual_len
+_PACKED_SIZES: Final = {252: 2, 253: 3, 254: 8}
+
+
+def _short(what: str, n: int, pos: int, left: int) -> EventDecodeError:
+    """The one text for a read past the end (also `_Reader.take`'s)."""
+    return EventDecodeError(f"{what}: needs {n} bytes at offset {pos}, only {left} left")
+
+
+def _need(body: bytes, size: int, what: str) -> None:
+    """A fixed part of `size` bytes at offset 0 must be present."""
+    if len(body) < size:
+        raise _short(what, size, 0, len(body))
+
+
+def _packed_at(body: bytes, pos: int, what: str) -> tuple[int, int]:
+    """`packed_int` at `pos` -> (value, next pos); 0xFB (SQL NULL) and 0xFF are not lengths."""
+    if pos >= len(body):
+        raise _short(what, 1, pos, 0)
+    first = body[pos]
+    if first < 251:
+        return first, pos + 1
+    size = _PACKED_SIZES.get(first)
+    if size is None:
+        raise EventDecodeError(f"{what}: invalid packed integer prefix 0x{first:02x}")
+    end = pos + 1 + size
+    if end > len(body):
+        raise _short(what, size, pos + 1, len(body) - pos - 1)
+    return int.from_bytes(body[pos + 1 : end], "little"), end
 
 
 def _cstr_prefix(data: bytes) -> bytes:
     end = data.find(b"\0")
     return data if end < 0 else data[:end]
+
+
+def _server_version(raw: bytes) -> str:
+    return _cstr_prefix(raw[: ST_SERVER_VER_LEN - 1]).decode("latin-1")
 
 
 def parse_format_description(body: bytes) -> FormatDescriptionBody:
@@ -702,29 +637,21 @@ def parse_format_description(body: bytes) -> FormatDescriptionBody:
     """
     if len(body) < _FDE_FIXED_LEN + 1:
         raise EventDecodeError(f"Format_description body is {len(body)} bytes, needs at least {_FDE_FIXED_LEN + 1}")
-    fixed = _parse(_FDE_FIXED, body, "Format_description")
+    version, server_version, created, header_len = _FDE_FIXED.unpack_from(body)
     return FormatDescriptionBody(
-        binlog_version=fixed.binlog_version,
-        server_version=_cstr_prefix(fixed.server_version[: ST_SERVER_VER_LEN - 1]).decode("latin-1"),
-        create_timestamp=fixed.create_timestamp,
-        header_len=fixed.header_len,
-        post_header_lengths=body[_FDE_FIXED_LEN:-1],
-        checksum_alg=body[-1],
+        version, _server_version(server_version), created, header_len, body[_FDE_FIXED_LEN:-1], body[-1]
     )
 
 
 def parse_start_v3(body: bytes) -> StartV3Body:
-    raw = _parse(_START_V3, body, "Start_v3")
-    return StartV3Body(
-        raw.binlog_version,
-        _cstr_prefix(raw.server_version[: ST_SERVER_VER_LEN - 1]).decode("latin-1"),
-        raw.create_timestamp,
-    )
+    _need(body, _START_V3.size, "Start_v3")
+    version, server_version, created = _START_V3.unpack_from(body)
+    return StartV3Body(version, _server_version(server_version), created)
 
 
 def parse_rotate(body: bytes) -> RotateBody:
-    raw = _parse(_ROTATE, body, "Rotate")
-    return RotateBody(raw.position, raw.next_file)
+    _need(body, 8, "Rotate")
+    return RotateBody(_U64.unpack_from(body)[0], body[8:])
 
 
 def _str8(r: _Reader) -> bytes:
@@ -751,66 +678,83 @@ def _read_catalog_old(r: _Reader) -> bytes:
     return value
 
 
-def _int_reader(size: int) -> Callable[[_Reader], StatusVarValue]:
-    return lambda r: r.uint(size)
-
+_STATUS_INT_SIZES: Final[dict[int, int]] = {
+    Q_FLAGS2_CODE: 4,
+    Q_SQL_MODE_CODE: 8,
+    Q_LC_TIME_NAMES_CODE: 2,
+    Q_CHARSET_DATABASE_CODE: 2,
+    Q_TABLE_MAP_FOR_UPDATE_CODE: 8,
+    Q_MASTER_DATA_WRITTEN_CODE: 4,
+    Q_MICROSECONDS: 3,
+    Q_EXPLICIT_DEFAULTS_FOR_TIMESTAMP: 1,
+    Q_DDL_LOGGED_WITH_XID: 8,
+    Q_DEFAULT_COLLATION_FOR_UTF8MB4: 2,
+    Q_SQL_REQUIRE_PRIMARY_KEY: 1,
+    Q_DEFAULT_TABLE_ENCRYPTION: 1,
+    Q_HRNOW: 3,
+    Q_XID: 8,
+}
+"""Status variables that are one little-endian unsigned integer, by code: their payload size."""
 
 _STATUS_READERS: Final[dict[int, Callable[[_Reader], StatusVarValue]]] = {
-    Q_FLAGS2_CODE: _int_reader(4),
-    Q_SQL_MODE_CODE: _int_reader(8),
     Q_CATALOG_CODE: _read_catalog_old,
     Q_AUTO_INCREMENT: lambda r: AutoIncrement(r.uint(2), r.uint(2)),
     Q_CHARSET_CODE: lambda r: QueryCharset(r.uint(2), r.uint(2), r.uint(2)),
     Q_TIME_ZONE_CODE: _str8,
     Q_CATALOG_NZ_CODE: _str8,
-    Q_LC_TIME_NAMES_CODE: _int_reader(2),
-    Q_CHARSET_DATABASE_CODE: _int_reader(2),
-    Q_TABLE_MAP_FOR_UPDATE_CODE: _int_reader(8),
-    Q_MASTER_DATA_WRITTEN_CODE: _int_reader(4),
     Q_INVOKER: lambda r: Invoker(_str8(r), _str8(r)),
     Q_UPDATED_DB_NAMES: _read_updated_db_names,
-    Q_MICROSECONDS: _int_reader(3),
-    Q_EXPLICIT_DEFAULTS_FOR_TIMESTAMP: _int_reader(1),
-    Q_DDL_LOGGED_WITH_XID: _int_reader(8),
-    Q_DEFAULT_COLLATION_FOR_UTF8MB4: _int_reader(2),
-    Q_SQL_REQUIRE_PRIMARY_KEY: _int_reader(1),
-    Q_DEFAULT_TABLE_ENCRYPTION: _int_reader(1),
-    Q_HRNOW: _int_reader(3),
-    Q_XID: _int_reader(8),
     Q_GTID_FLAGS3: _read_gtid_flags3,
 }
+"""Status variables with a structured payload."""
 
 
 def parse_status_vars(data: bytes) -> tuple[dict[int, StatusVarValue], bytes]:
     """Decode a QUERY status-variable block; returns (known values, undecoded tail from the first unknown code)."""
-    r = _Reader(data, "Query status vars")
     out: dict[int, StatusVarValue] = {}
-    while r.remaining():
-        code = data[r.pos]
+    pos, end = 0, len(data)
+    while pos < end:
+        code = data[pos]
+        size = _STATUS_INT_SIZES.get(code)
+        if size is not None:
+            pos += 1
+            if size > end - pos:
+                raise _short("Query status vars", size, pos, end - pos)
+            out[code] = int.from_bytes(data[pos : pos + size], "little")
+            pos += size
+            continue
         reader = _STATUS_READERS.get(code)
         if reader is None:
-            return out, r.rest()
-        r.pos += 1
+            return out, data[pos:]
+        r = _Reader(data, "Query status vars", pos + 1)
         out[code] = reader(r)
+        pos = r.pos
     return out, b""
 
 
 def _parse_query_like(body: bytes, post_header_len: int, what: str, compressed: bool) -> QueryBody:
-    if len(body) < post_header_len:
-        raise EventDecodeError(f"{what} body is {len(body)} bytes, shorter than its {post_header_len}-byte post-header")
-    ph = _parse(_QUERY_POST_HEADER, body, what)
+    n = len(body)
+    if n < post_header_len:
+        raise EventDecodeError(f"{what} body is {n} bytes, shorter than its {post_header_len}-byte post-header")
+    thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST_HEADER.unpack_from(body)
     load = None
     if post_header_len == _EXECUTE_LOAD_QUERY_POST_HEADER_LEN:
-        extra = _parse(_EXECUTE_LOAD_EXTRA, body[_QUERY_POST_HEADER_LEN:], what)
-        load = ExecuteLoadQueryInfo(extra.file_id, extra.fn_pos_start, extra.fn_pos_end, extra.dup_handling)
-    r = _Reader(body, what, post_header_len)
-    status, unknown = parse_status_vars(r.take(ph.status_vars_len))
-    db = r.take(ph.db_len)
-    r.take(1)  # the db's NUL terminator
-    query = r.rest()
+        load = ExecuteLoadQueryInfo(*_EXECUTE_LOAD_EXTRA.unpack_from(body, _QUERY_POST_HEADER_LEN))
+    pos = post_header_len
+    if status_len > n - pos:
+        raise _short(what, status_len, pos, n - pos)
+    status, unknown = parse_status_vars(body[pos : pos + status_len])
+    pos += status_len
+    if db_len > n - pos:
+        raise _short(what, db_len, pos, n - pos)
+    db = body[pos : pos + db_len]
+    pos += db_len
+    if pos >= n:  # the db's NUL terminator
+        raise _short(what, 1, pos, 0)
+    query = body[pos + 1 :]
     if compressed:
         query = decompress_payload(query, f"{what} query")
-    return QueryBody(ph.thread_id, ph.exec_time, ph.error_code, db, query, status, unknown, load)
+    return QueryBody(thread_id, exec_time, error_code, db, query, status, unknown, load)
 
 
 def parse_query(body: bytes) -> QueryBody:
@@ -826,38 +770,60 @@ def parse_execute_load_query(body: bytes) -> QueryBody:
 
 
 def parse_xid(body: bytes) -> XidBody:
-    return XidBody(_parse(_XID, body, "Xid").xid)
+    _need(body, 8, "Xid")
+    return XidBody(_U64.unpack_from(body)[0])
 
 
 def parse_gtid(body: bytes) -> GtidBody:
     """GTID body (spec 9.1). MariaDB rejects bodies under 19 bytes (21 with a commit id)."""
-    if len(body) < GTID_HEADER_LEN:
-        raise EventDecodeError(f"Gtid body is {len(body)} bytes, needs at least {GTID_HEADER_LEN}")
-    raw = _parse(_GTID, body, "Gtid")
-    xa = None if raw.xa is None else XaId(raw.xa.format_id, raw.xa.gtrid, raw.xa.bqual)
-    r = _Reader(raw.rest, "Gtid extra flags")
-    flags_extra = r.uint(1) if r.remaining() else 0
+    n = len(body)
+    if n < GTID_HEADER_LEN:
+        raise EventDecodeError(f"Gtid body is {n} bytes, needs at least {GTID_HEADER_LEN}")
+    seq_no, domain_id, flags2 = _GTID_FIXED.unpack_from(body)
+    pos = _GTID_FIXED.size
+    commit_id = xa = None
+    if flags2 & FL_GROUP_COMMIT_ID:
+        if n - pos < 8:
+            raise _short("Gtid", 8, pos, n - pos)
+        commit_id = _U64.unpack_from(body, pos)[0]
+        pos += 8
+    if flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
+        if n - pos < _XA_ID_FIXED.size:
+            raise _short("Gtid", _XA_ID_FIXED.size, pos, n - pos)
+        format_id, gtrid_len, bqual_len = _XA_ID_FIXED.unpack_from(body, pos)
+        pos += _XA_ID_FIXED.size
+        if gtrid_len + bqual_len > n - pos:
+            raise _short("Gtid", gtrid_len + bqual_len, pos, n - pos)
+        xa = XaId(format_id, body[pos : pos + gtrid_len], body[pos + gtrid_len : pos + gtrid_len + bqual_len])
+        pos += gtrid_len + bqual_len
+    flags_extra = body[pos] if pos < n else 0
+    if not flags_extra & (FL_EXTRA_MULTI_ENGINE_E1 | FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
+        return GtidBody(seq_no, domain_id, flags2, commit_id, xa, flags_extra)
+    r = _Reader(body, "Gtid extra flags", pos + 1)
     extra_engines = r.uint(1) if flags_extra & FL_EXTRA_MULTI_ENGINE_E1 else None
     sa_seq_no = r.uint(8) if flags_extra & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1) else None
-    return GtidBody(raw.seq_no, raw.domain_id, raw.flags2, raw.commit_id, xa, flags_extra, extra_engines, sa_seq_no)
+    return GtidBody(seq_no, domain_id, flags2, commit_id, xa, flags_extra, extra_engines, sa_seq_no)
 
 
 def parse_gtid_list(body: bytes) -> GtidListBody:
     """GTID_LIST body; the count is checked against the length before anything is allocated."""
     if len(body) < 4:
         raise EventDecodeError(f"Gtid_list body is {len(body)} bytes, needs at least 4")
-    count_and_flags = int.from_bytes(body[:4], "little")
+    count_and_flags = _U32.unpack_from(body)[0]
     count = count_and_flags & GTID_LIST_COUNT_MASK
-    if count * _GTID_LIST_ENTRY_LEN > len(body) - 4:
-        raise EventDecodeError(f"Gtid_list: {count} entries need {count * 16} bytes, body has {len(body) - 4}")
-    entries = _parse(cs.Array(count, _GTID_LIST_ENTRY), body[4:], "Gtid_list")
-    return GtidListBody(
-        tuple(Gtid(e.domain_id, e.server_id, e.seq_no) for e in entries), count_and_flags & ~GTID_LIST_COUNT_MASK
-    )
+    size = count * _GTID_LIST_ENTRY_LEN
+    if size > len(body) - 4:
+        raise EventDecodeError(f"Gtid_list: {count} entries need {size} bytes, body has {len(body) - 4}")
+    entries = _GTID_LIST_ENTRY.iter_unpack(body[4 : 4 + size])
+    return GtidListBody(tuple(map(Gtid._make, entries)), count_and_flags & ~GTID_LIST_COUNT_MASK)
 
 
 def parse_binlog_checkpoint(body: bytes) -> BinlogCheckpointBody:
-    return BinlogCheckpointBody(_parse(_BINLOG_CHECKPOINT, body, "Binlog_checkpoint").file_name)
+    _need(body, 4, "Binlog_checkpoint")
+    name_len = _U32.unpack_from(body)[0]
+    if name_len > len(body) - 4:
+        raise _short("Binlog_checkpoint", name_len, 4, len(body) - 4)
+    return BinlogCheckpointBody(body[4 : 4 + name_len])
 
 
 def parse_annotate_rows(body: bytes) -> AnnotateRowsBody:
@@ -881,23 +847,46 @@ def parse_user_var(body: bytes) -> UserVarBody:
 
 
 def parse_intvar(body: bytes) -> IntvarBody:
-    raw = _parse(_INTVAR, body, "Intvar")
-    return IntvarBody(raw.type, raw.value)
+    _need(body, _INTVAR.size, "Intvar")
+    return IntvarBody(*_INTVAR.unpack_from(body))
 
 
 def parse_rand(body: bytes) -> RandBody:
-    raw = _parse(_RAND, body, "RAND")
-    return RandBody(raw.seed1, raw.seed2)
+    _need(body, _RAND.size, "RAND")
+    return RandBody(*_RAND.unpack_from(body))
 
 
 def parse_table_map(body: bytes) -> TableMapBody:
     """TABLE_MAP body. Like MariaDB, a field-metadata block longer than 2 bytes per column is invalid."""
-    raw = _parse(_TABLE_MAP, body, "Table_map")
-    if raw.metadata_len > 2 * raw.column_count:
-        raise EventDecodeError(f"Table_map: {raw.metadata_len} metadata bytes for {raw.column_count} columns")
+    what = "Table_map"
+    n = len(body)
+    _need(body, _TABLE_MAP_FIXED.size, what)
+    low, high, flags, db_len = _TABLE_MAP_FIXED.unpack_from(body)
+    pos = _TABLE_MAP_FIXED.size
+    if db_len + 2 > n - pos:  # db, its NUL, the table name's length byte
+        raise _short(what, db_len + 2, pos, n - pos)
+    db = body[pos : pos + db_len]
+    pos += db_len + 1
+    table_len = body[pos]
+    pos += 1
+    if table_len + 1 > n - pos:  # table name and its NUL
+        raise _short(what, table_len + 1, pos, n - pos)
+    table = body[pos : pos + table_len]
+    column_count, pos = _packed_at(body, pos + table_len + 1, what)
+    if column_count > n - pos:
+        raise _short(what, column_count, pos, n - pos)
+    column_types = body[pos : pos + column_count]
+    metadata_len, pos = _packed_at(body, pos + column_count, what)
+    bitmap_len = (column_count + 7) // 8
+    if metadata_len + bitmap_len > n - pos:
+        raise _short(what, metadata_len + bitmap_len, pos, n - pos)
+    if metadata_len > 2 * column_count:
+        raise EventDecodeError(f"Table_map: {metadata_len} metadata bytes for {column_count} columns")
+    metadata = body[pos : pos + metadata_len]
+    pos += metadata_len
     return TableMapBody(
-        raw.table_id, raw.flags, raw.db, raw.table, raw.column_count, raw.column_types, raw.metadata,
-        raw.null_bitmap, raw.optional_metadata,
+        low | high << 32, flags, db, table, column_count, column_types, metadata,
+        body[pos : pos + bitmap_len], body[pos + bitmap_len :],
     )
 
 
@@ -912,46 +901,59 @@ _ROWS_V2_TYPES: Final = frozenset(
 def parse_rows(body: bytes, type_code: int) -> RowsBody:
     """Rows event post-header (+ v2 extra data, whose length counts itself and must be >= 2)."""
     if type_code in _ROWS_V2_TYPES:
-        if len(body) >= 10 and int.from_bytes(body[8:10], "little") < 2:
+        _need(body, _ROWS_V2.size, "rows event v2")
+        low, high, flags, extra_len = _ROWS_V2.unpack_from(body)
+        if extra_len < 2:
             raise EventDecodeError("rows event: v2 extra-data length below 2")
-        raw = _parse(_ROWS_V2, body, "rows event v2")
-        return RowsBody(raw.table_id, raw.flags, raw.data, raw.extra)
-    raw = _parse(_ROWS_V1, body, "rows event v1")
-    return RowsBody(raw.table_id, raw.flags, raw.data)
+        end = _ROWS_V1.size + extra_len
+        if end > len(body):
+            raise _short("rows event v2", extra_len - 2, _ROWS_V2.size, len(body) - _ROWS_V2.size)
+        return RowsBody(low | high << 32, flags, body[end:], body[_ROWS_V2.size : end])
+    _need(body, _ROWS_V1.size, "rows event v1")
+    low, high, flags = _ROWS_V1.unpack_from(body)
+    return RowsBody(low | high << 32, flags, body[_ROWS_V1.size :])
 
 
 def parse_heartbeat(body: bytes, header_log_pos: int) -> HeartbeatBody:
     """HEARTBEAT body; a header log_pos of 0 means a u64 real position precedes the file name (spec 5.5)."""
     if header_log_pos == 0:
-        raw = _parse(_HEARTBEAT_SUB, body, "Heartbeat")
-        return HeartbeatBody(raw.file_name, raw.log_pos)
+        _need(body, 8, "Heartbeat")
+        return HeartbeatBody(body[8:], _U64.unpack_from(body)[0])
     return HeartbeatBody(body)
 
 
 def parse_start_encryption(body: bytes) -> StartEncryptionBody:
     if len(body) != _START_ENCRYPTION_LEN:
         raise EventDecodeError(f"Start_encryption body is {len(body)} bytes, must be {_START_ENCRYPTION_LEN}")
-    raw = _parse(_START_ENCRYPTION, body, "Start_encryption")
-    return StartEncryptionBody(raw.scheme, raw.key_version, raw.nonce)
+    return StartEncryptionBody(*_START_ENCRYPTION.unpack_from(body))
 
 
 def parse_incident(body: bytes) -> IncidentBody:
-    raw = _parse(_INCIDENT, body, "Incident")
-    return IncidentBody(raw.incident, raw.message)
+    _need(body, _INCIDENT.size, "Incident")
+    incident, message_len = _INCIDENT.unpack_from(body)
+    if message_len > len(body) - _INCIDENT.size:
+        raise _short("Incident", message_len, _INCIDENT.size, len(body) - _INCIDENT.size)
+    return IncidentBody(incident, body[_INCIDENT.size : _INCIDENT.size + message_len])
 
 
 def parse_append_block(body: bytes) -> AppendBlockBody:
-    raw = _parse(_APPEND_BLOCK, body, "Append_block")
-    return AppendBlockBody(raw.file_id, raw.block)
+    _need(body, 4, "Append_block")
+    return AppendBlockBody(_U32.unpack_from(body)[0], body[4:])
 
 
 def parse_file_id(body: bytes) -> FileIdBody:
-    return FileIdBody(_parse(_FILE_ID, body, "file_id event").file_id)
+    _need(body, 4, "file_id event")
+    return FileIdBody(_U32.unpack_from(body)[0])
 
 
 def parse_xa_prepare(body: bytes) -> XaPrepareBody:
-    raw = _parse(_XA_PREPARE, body, "XA_prepare")
-    return XaPrepareBody(raw.one_phase != 0, XaId(raw.format_id, raw.gtrid, raw.bqual))
+    _need(body, _XA_PREPARE.size, "XA_prepare")
+    one_phase, format_id, gtrid_len, bqual_len = _XA_PREPARE.unpack_from(body)
+    pos = _XA_PREPARE.size
+    if gtrid_len + bqual_len > len(body) - pos:
+        raise _short("XA_prepare", gtrid_len + bqual_len, pos, len(body) - pos)
+    gtrid = body[pos : pos + gtrid_len]
+    return XaPrepareBody(one_phase != 0, XaId(format_id, gtrid, body[pos + gtrid_len : pos + gtrid_len + bqual_len]))
 
 
 def _rows_decoder(body: bytes, header: EventHeader) -> EventBody:
