@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from binlogd.protocol.accounts import AccountsIdentityProvider
 from binlogd.protocol.constants import ER_MALFORMED_PACKET, ER_UNKNOWN_ERROR
 from binlogd.protocol.packets import err_packet
-from binlogd.protocol.sqlserver import SafeStream, StrictConnection
+from binlogd.protocol.sqlserver import MALFORMED_INPUT, SafeStream, StrictConnection
 from mysql_mimic import types
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.server import MysqlServer
@@ -527,6 +527,9 @@ class AdminConnection(StrictConnection):
             except MysqlError as e:
                 await self._write_raw(err_packet(int(e.code), str(e.msg),
                                                  getattr(e, "sqlstate", b"HY000") or b"HY000"))
+            except MALFORMED_INPUT as e:  # e.g. a COM_QUERY that is not valid UTF-8
+                log.info("admin connection %d: malformed command 0x%02x: %s", self.connection_id, data[0], e)
+                await self._write_raw(err_packet(ER_MALFORMED_PACKET, "Malformed communication packet"))
             except Exception:
                 log.exception("admin connection %d: command failed", self.connection_id)
                 await self._write_raw(err_packet(ER_UNKNOWN_ERROR, "Internal error"))

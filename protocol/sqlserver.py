@@ -24,7 +24,7 @@ from mysql_mimic.errors import MysqlError
 from mysql_mimic.prepared import PreparedStatement
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
 
-from .charsets import BINARY_COLLATION, LATIN1_COLLATION, usable_collation
+from .charsets import BINARY_COLLATION, LATIN1_COLLATION, refused_client_charset, usable_collation
 from .constants import ER_ACCESS_DENIED_ERROR, ER_MALFORMED_PACKET
 from .handshake import ER_HANDSHAKE_ERROR, HandshakeError, check_change_user, parse_handshake_response
 from .packets import err_packet
@@ -38,6 +38,10 @@ from .stmt_errors import (
 )
 
 log = logging.getLogger("binlogd.conn")
+
+# what mimic's packet parsers raise on bytes that do not parse: the command gets 1835, the connection lives on
+MALFORMED_INPUT = (struct.error, IndexError, ValueError)
+ER_WRONG_VALUE_FOR_VAR = 1231
 
 # the client's address during authentication (identity providers use it for host rules and error texts)
 PEER_HOST: ContextVar[str] = ContextVar("binlogd_peer_host", default="unknown")
@@ -214,6 +218,11 @@ class StrictConnection(Connection):
                 checked = parse_handshake_response(data, int(self.server_capabilities))
                 if checked.ssl_request:
                     raise HandshakeError("a second SSL request")
+            refused = refused_client_charset(checked.charset)
+            if refused is not None:
+                await self._write_raw(err_packet(ER_WRONG_VALUE_FOR_VAR, "Variable 'character_set_client' can't be "
+                                                 f"set to the value of '{refused}'", b"42000"))
+                raise AuthFailed(f"client character set {refused} refused")
             collation = usable_collation(checked.charset)
             self.session.handshake_collation = collation  # type: ignore[attr-defined]
             if collation != checked.charset or collation == BINARY_COLLATION:  # mimic decodes names with it

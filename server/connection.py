@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import struct
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.decision import clamp_capability
 from binlogd.protocol.packets import err_packet, ok_packet
-from binlogd.protocol.sqlserver import StrictConnection
+from binlogd.protocol.sqlserver import MALFORMED_INPUT, StrictConnection
 from mysql_mimic import types
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
@@ -238,7 +237,7 @@ class ReplicationConnection(StrictConnection):
             except MysqlError as e:
                 log.info("connection %d: error %s: %s", self.connection_id, int(e.code), e.msg)
                 await self._write_raw(err_packet(int(e.code), str(e.msg), getattr(e, "sqlstate", None)))
-            except (struct.error, IndexError, ValueError, UnicodeDecodeError) as e:  # mimic's parsers on bad input
+            except MALFORMED_INPUT as e:  # mimic's parsers on bad input
                 log.info("connection %d: malformed command 0x%02x: %s", self.connection_id, command, e)
                 await self._write_raw(err_packet(ER_MALFORMED_PACKET, "Malformed communication packet"))
             except (ConnectionError, ConnectionClosed, asyncio.IncompleteReadError):

@@ -9,9 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import pytest
 
 from benchmarks.fuzz import raw_dump_matches, rss_mib, run_storm
+from binlogd.testing.mariadb import HOST, free_port, wait_until
+from tests.harness.applier import running_applier
 from tests.oracle_data import ORACLE
 
 PACKETS = 4000
@@ -41,3 +44,35 @@ def test_fuzz_storm(binlogd: Any, tmp_path: Path, mode: str) -> None:
     files = {p.name: p for p in d.rglob("*-bin.[0-9]*")}
     assert files
     assert raw_dump_matches(server.port, files, tmp_path / "copy")
+
+
+def test_fuzz_storm_on_the_applier_admin_port(tmp_path: Path) -> None:
+    """The applier's admin port (same StrictConnection): no traceback, no hang, still answering afterwards."""
+    port = free_port()
+    args = ["--target=mysql://root@127.0.0.1:1", f"--channel==mysql://root@{HOST}:{free_port()}", "--no-start",
+            "--admin-port", str(port)]
+    with running_applier(args, tmp_path / "applier.log") as p:
+        def up() -> bool:
+            assert p.alive, p.log()[-3000:]
+            try:
+                pymysql.connect(host=HOST, port=port, user="root", ssl_disabled=True, connect_timeout=5).close()
+                return True
+            except pymysql.MySQLError:
+                return False
+
+        wait_until(up, 20, 0.05, "the admin port")
+        assert p.proc is not None
+        before = rss_mib(p.proc.pid)
+        stats = run_storm(HOST, port, PACKETS, SECONDS, seed=21)
+        time.sleep(1.0)
+        after = rss_mib(p.proc.pid)
+        assert p.alive
+        log = p.log()
+        assert "Traceback" not in log, log[log.index("Traceback") - 500 :][:3000]
+        assert stats.hangs == 0, stats.hang_cases
+        assert stats.packets >= PACKETS * 0.9 and stats.connections > 100, stats
+        assert after - before < 32, (before, after)
+        with pymysql.connect(host=HOST, port=port, user="root", ssl_disabled=True, connect_timeout=5) as conn, \
+                conn.cursor() as cur:
+            cur.execute("SHOW ALL SLAVES STATUS")
+            assert len(cur.fetchall()) == 1
