@@ -105,45 +105,6 @@ class EventDecodeError(ValueError):
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
 
-class _Reader:
-    """Bounds-checked cursor for the rare variable parts (structured status variables, USER_VAR, GTID extras)."""
-
-    __slots__ = ("buf", "pos", "what")
-
-    def __init__(self, buf: bytes, what: str, pos: int = 0) -> None:
-        self.buf = buf
-        self.what = what
-        self.pos = pos
-
-    def remaining(self) -> int:
-        return len(self.buf) - self.pos
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or n > len(self.buf) - self.pos:
-            raise EventDecodeError(
-                f"{self.what}: needs {n} bytes at offset {self.pos}, only {len(self.buf) - self.pos} left"
-            )
-        out = self.buf[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def uint(self, n: int) -> int:
-        return int.from_bytes(self.take(n), "little")
-
-    def rest(self) -> bytes:
-        out = self.buf[self.pos :]
-        self.pos = len(self.buf)
-        return out
-
-    def cstring(self) -> bytes:
-        end = self.buf.find(b"\0", self.pos)
-        if end < 0:
-            raise EventDecodeError(f"{self.what}: unterminated string at offset {self.pos}")
-        out = self.buf[self.pos : end]
-        self.pos = end + 1
-        return out
-
-
 def _u(value: int, size: int, what: str) -> bytes:
     """Little-endian unsigned of `size` bytes; ValueError (an encoder error) when it does not fit."""
     if not 0 <= value < 1 << (8 * size):
@@ -582,6 +543,7 @@ _XA_ID_FIXED: Final = struct.Struct("<IBB")  # format_id, gtrid_len, bqual_len
 _GTID_LIST_ENTRY: Final = struct.Struct("<IIQ")  # domain_id, server_id, seq_no
 _GTID_LIST_ENTRY_LEN: Final = _GTID_LIST_ENTRY.size  # 16
 _INTVAR: Final = struct.Struct("<BQ")
+_USER_VAR_VALUE: Final = struct.Struct("<BII")  # type, charset, value length
 _RAND: Final = struct.Struct("<QQ")
 _TABLE_MAP_FIXED: Final = struct.Struct("<IHHB")  # table_id low 32 bits, high 16 bits, flags, db_len
 _ROWS_V1: Final = struct.Struct("<IHH")  # table_id low 32, high 16, flags
@@ -654,28 +616,71 @@ def parse_rotate(body: bytes) -> RotateBody:
     return RotateBody(_U64.unpack_from(body)[0], body[8:])
 
 
-def _str8(r: _Reader) -> bytes:
-    return r.take(r.uint(1))
+_SV: Final = "Query status vars"
+_AUTO_INCREMENT: Final = struct.Struct("<HH")
+_CHARSET: Final = struct.Struct("<HHH")
+
+StatusReader: TypeAlias = Callable[[bytes, int], tuple[StatusVarValue, int]]
+"""Decodes one structured status variable's payload at a position: (value, position after it)."""
 
 
-def _read_updated_db_names(r: _Reader) -> UpdatedDbNames:
-    count = r.uint(1)
+def _sv_need(data: bytes, pos: int, size: int) -> None:
+    if size > len(data) - pos:
+        raise _short(_SV, size, pos, len(data) - pos)
+
+
+def _sv_str8(data: bytes, pos: int) -> tuple[bytes, int]:
+    _sv_need(data, pos, 1)
+    size = data[pos]
+    _sv_need(data, pos + 1, size)
+    return data[pos + 1 : pos + 1 + size], pos + 1 + size
+
+
+def _sv_catalog_old(data: bytes, pos: int) -> tuple[bytes, int]:
+    value, pos = _sv_str8(data, pos)
+    _sv_need(data, pos, 1)  # 5.0.0-5.0.3 stored the catalog's NUL too
+    return value, pos + 1
+
+
+def _sv_auto_increment(data: bytes, pos: int) -> tuple[AutoIncrement, int]:
+    _sv_need(data, pos, 4)
+    return AutoIncrement._make(_AUTO_INCREMENT.unpack_from(data, pos)), pos + 4
+
+
+def _sv_charset(data: bytes, pos: int) -> tuple[QueryCharset, int]:
+    _sv_need(data, pos, 6)
+    return QueryCharset._make(_CHARSET.unpack_from(data, pos)), pos + 6
+
+
+def _sv_invoker(data: bytes, pos: int) -> tuple[Invoker, int]:
+    user, pos = _sv_str8(data, pos)
+    host, pos = _sv_str8(data, pos)
+    return Invoker(user, host), pos
+
+
+def _sv_updated_db_names(data: bytes, pos: int) -> tuple[UpdatedDbNames, int]:
+    _sv_need(data, pos, 1)
+    count = data[pos]
+    pos += 1
     if count > MAX_DBS_IN_EVENT_MTS:
-        return UpdatedDbNames((), over_max=True)
-    return UpdatedDbNames(tuple(r.cstring() for _ in range(count)))
+        return UpdatedDbNames((), over_max=True), pos
+    names = []
+    for _ in range(count):
+        end = data.find(b"\0", pos)
+        if end < 0:
+            raise EventDecodeError(f"{_SV}: unterminated string at offset {pos}")
+        names.append(data[pos:end])
+        pos = end + 1
+    return UpdatedDbNames(tuple(names)), pos
 
 
-def _read_gtid_flags3(r: _Reader) -> GtidFlags3:
-    flags = r.uint(1)
-    if flags & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
-        return GtidFlags3(flags, r.uint(8))
-    return GtidFlags3(flags)
-
-
-def _read_catalog_old(r: _Reader) -> bytes:
-    value = _str8(r)
-    r.take(1)  # 5.0.0-5.0.3 stored the catalog's NUL too
-    return value
+def _sv_gtid_flags3(data: bytes, pos: int) -> tuple[GtidFlags3, int]:
+    _sv_need(data, pos, 1)
+    flags = data[pos]
+    if not flags & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
+        return GtidFlags3(flags), pos + 1
+    _sv_need(data, pos + 1, 8)
+    return GtidFlags3(flags, _U64.unpack_from(data, pos + 1)[0]), pos + 9
 
 
 _STATUS_INT_SIZES: Final[dict[int, int]] = {
@@ -696,15 +701,15 @@ _STATUS_INT_SIZES: Final[dict[int, int]] = {
 }
 """Status variables that are one little-endian unsigned integer, by code: their payload size."""
 
-_STATUS_READERS: Final[dict[int, Callable[[_Reader], StatusVarValue]]] = {
-    Q_CATALOG_CODE: _read_catalog_old,
-    Q_AUTO_INCREMENT: lambda r: AutoIncrement(r.uint(2), r.uint(2)),
-    Q_CHARSET_CODE: lambda r: QueryCharset(r.uint(2), r.uint(2), r.uint(2)),
-    Q_TIME_ZONE_CODE: _str8,
-    Q_CATALOG_NZ_CODE: _str8,
-    Q_INVOKER: lambda r: Invoker(_str8(r), _str8(r)),
-    Q_UPDATED_DB_NAMES: _read_updated_db_names,
-    Q_GTID_FLAGS3: _read_gtid_flags3,
+_STATUS_READERS: Final[dict[int, StatusReader]] = {
+    Q_CATALOG_CODE: _sv_catalog_old,
+    Q_AUTO_INCREMENT: _sv_auto_increment,
+    Q_CHARSET_CODE: _sv_charset,
+    Q_TIME_ZONE_CODE: _sv_str8,
+    Q_CATALOG_NZ_CODE: _sv_str8,
+    Q_INVOKER: _sv_invoker,
+    Q_UPDATED_DB_NAMES: _sv_updated_db_names,
+    Q_GTID_FLAGS3: _sv_gtid_flags3,
 }
 """Status variables with a structured payload."""
 
@@ -715,20 +720,18 @@ def parse_status_vars(data: bytes) -> tuple[dict[int, StatusVarValue], bytes]:
     pos, end = 0, len(data)
     while pos < end:
         code = data[pos]
+        pos += 1
         size = _STATUS_INT_SIZES.get(code)
         if size is not None:
-            pos += 1
             if size > end - pos:
-                raise _short("Query status vars", size, pos, end - pos)
+                raise _short(_SV, size, pos, end - pos)
             out[code] = int.from_bytes(data[pos : pos + size], "little")
             pos += size
             continue
         reader = _STATUS_READERS.get(code)
         if reader is None:
-            return out, data[pos:]
-        r = _Reader(data, "Query status vars", pos + 1)
-        out[code] = reader(r)
-        pos = r.pos
+            return out, data[pos - 1 :]
+        out[code], pos = reader(data, pos)
     return out, b""
 
 
@@ -799,9 +802,17 @@ def parse_gtid(body: bytes) -> GtidBody:
     flags_extra = body[pos] if pos < n else 0
     if not flags_extra & (FL_EXTRA_MULTI_ENGINE_E1 | FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
         return GtidBody(seq_no, domain_id, flags2, commit_id, xa, flags_extra)
-    r = _Reader(body, "Gtid extra flags", pos + 1)
-    extra_engines = r.uint(1) if flags_extra & FL_EXTRA_MULTI_ENGINE_E1 else None
-    sa_seq_no = r.uint(8) if flags_extra & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1) else None
+    pos += 1
+    extra_engines = sa_seq_no = None
+    if flags_extra & FL_EXTRA_MULTI_ENGINE_E1:
+        if pos >= n:
+            raise _short("Gtid extra flags", 1, pos, 0)
+        extra_engines = body[pos]
+        pos += 1
+    if flags_extra & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
+        if n - pos < 8:
+            raise _short("Gtid extra flags", 8, pos, n - pos)
+        sa_seq_no = _U64.unpack_from(body, pos)[0]
     return GtidBody(seq_no, domain_id, flags2, commit_id, xa, flags_extra, extra_engines, sa_seq_no)
 
 
@@ -834,16 +845,26 @@ def parse_annotate_rows(body: bytes) -> AnnotateRowsBody:
 
 def parse_user_var(body: bytes) -> UserVarBody:
     """USER_VAR body, with MariaDB's bounds: name, is_null, then type/charset/length/value/[flags]."""
-    r = _Reader(body, "User var")
-    name = r.take(r.uint(4))
-    is_null = r.uint(1) != 0
-    if is_null:
+    what, n = "User var", len(body)
+    _need(body, 4, what)
+    name_len = _U32.unpack_from(body)[0]
+    pos = 4
+    if name_len + 1 > n - pos:  # the name and the is_null byte
+        raise _short(what, name_len + 1, pos, n - pos)
+    name = body[pos : pos + name_len]
+    pos += name_len
+    if body[pos]:
         return UserVarBody(name, True)
-    typ = r.uint(1)
-    charset = r.uint(4)
-    value = r.take(r.uint(4))
-    flags = r.uint(1) if r.remaining() else None
-    return UserVarBody(name, False, typ, charset, value, flags)
+    pos += 1
+    if n - pos < _USER_VAR_VALUE.size:
+        raise _short(what, _USER_VAR_VALUE.size, pos, n - pos)
+    typ, charset, value_len = _USER_VAR_VALUE.unpack_from(body, pos)
+    pos += _USER_VAR_VALUE.size
+    if value_len > n - pos:
+        raise _short(what, value_len, pos, n - pos)
+    value = body[pos : pos + value_len]
+    pos += value_len
+    return UserVarBody(name, False, typ, charset, value, body[pos] if pos < n else None)
 
 
 def parse_intvar(body: bytes) -> IntvarBody:

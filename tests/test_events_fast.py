@@ -92,7 +92,6 @@ from binlogd.protocol.events import (
     XaPrepareBody,
     XidBody,
     _cstr_prefix,
-    _Reader,
     decompress_payload,
     packed_int,
 )
@@ -102,6 +101,45 @@ from hypothesis import strategies as st
 from tests.oracle_data import ORACLE
 
 # --- the former construct decoders (protocol/events.py before h13), the reference -------------------------
+
+class _Reader:
+    """Bounds-checked cursor of the former decoders."""
+
+    __slots__ = ("buf", "pos", "what")
+
+    def __init__(self, buf: bytes, what: str, pos: int = 0) -> None:
+        self.buf = buf
+        self.what = what
+        self.pos = pos
+
+    def remaining(self) -> int:
+        return len(self.buf) - self.pos
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or n > len(self.buf) - self.pos:
+            raise EventDecodeError(
+                f"{self.what}: needs {n} bytes at offset {self.pos}, only {len(self.buf) - self.pos} left"
+            )
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def uint(self, n: int) -> int:
+        return int.from_bytes(self.take(n), "little")
+
+    def rest(self) -> bytes:
+        out = self.buf[self.pos :]
+        self.pos = len(self.buf)
+        return out
+
+    def cstring(self) -> bytes:
+        end = self.buf.find(b"\0", self.pos)
+        if end < 0:
+            raise EventDecodeError(f"{self.what}: unterminated string at offset {self.pos}")
+        out = self.buf[self.pos : end]
+        self.pos = end + 1
+        return out
+
 
 def _parse(con: cs.Construct, data: bytes, what: str) -> Any:
     """Run a construct parser, turning its errors into EventDecodeError (callers only see one type)."""
