@@ -39,7 +39,7 @@ SETTINGS: list[tuple[list[str], int]] = [
 class Stream:
     digest: str
     size: int
-    end: str  # "EOF" | "ERR" | "closed"
+    end: str  # "EOF" | "ERR" | "closed" | "reset"
     seconds: float
 
 
@@ -112,6 +112,8 @@ async def _stream(conn: pymysql.Connection, cmd: bytes, before_read: Callable[[]
                 break
     except asyncio.IncompleteReadError:
         pass
+    except ConnectionResetError:
+        end = "reset"  # (MariaDB drops a reader that read nothing for about net_write_timeout)
     finally:
         writer.close()
     return Stream(h.hexdigest(), size, end, time.monotonic() - t0)

@@ -1,0 +1,224 @@
+"""Fan-out memory (issue 12): N concurrent dumps of mixed settings, binlogd beside a real MariaDB 10.11.
+
+One command: ``.venv/bin/python -m benchmarks.fanout [--dumps 200] [--stall 30] [--binlogd-tree DIR]``.
+
+A real MariaDB (``--binlog-format=ROW --binlog-annotate-row-events=ON``) writes about 6 MB of binlog (4 KB rows,
+every fourth transaction flagged skip_replication) and serves it; binlogd (``--compat mariadb``) serves copies of
+the same files; with ``--binlogd-tree`` a binlogd running another source tree (e.g. ``git archive`` of the commit
+before a change) is measured in the same run. For each server: VmRSS before, the streams each setting gets alone,
+then N dumps at once (settings: capability 4; 4 + skip_replication; 0 + skip; 2 with annotate) with VmRSS/RssAnon
+sampled every 20 ms; growth per connection = (peak - before) / N. Then one reader that reads nothing for
+``--stall`` seconds while waves of 20 dumps stream: the waves' wall beside it against alone, RSS growth, and
+whether the stalled reader then got its whole stream. Every stream is compared with what the same settings got
+alone and with MariaDB's. Load averages (``uptime``) are printed beside each figure: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymysql
+
+from binlogd.testing import Binlogd
+from binlogd.testing.mariadb import MariaDB
+from tests.test_fanout import ROW_BYTES, ROWS, SETTINGS, Stream, _dump_cmd, _open_sessions, _PeakRss, _stream
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+WAVE = 20
+
+
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+@dataclass
+class Result:
+    server: str
+    per_conn_kib: float
+    anon_per_conn_kib: float
+    wall: float
+    same_as_alone: bool
+    digests: list[str]
+    load: str
+    stall_free: float = 0.0
+    stall_busy: float = 0.0
+    stall_growth_kib: int = 0
+    stall_ok: bool = False
+    stall_end: str = ""
+    stall_load: str = ""
+
+
+def _write_binlog(primary: MariaDB, rows: int) -> None:
+    conn = pymysql.connect(host=primary.host, port=primary.port, user="root", password="", autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE f")
+            cur.execute("CREATE TABLE f.t (id INT PRIMARY KEY, b BLOB)")
+            for i in range(rows):
+                if i % 4 == 0:
+                    cur.execute("SET skip_replication=1")
+                cur.execute("INSERT INTO f.t VALUES (%s, %s)", (i, "x" * ROW_BYTES))
+                if i % 4 == 0:
+                    cur.execute("SET skip_replication=0")
+            cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+
+
+async def _alone(host: str, port: int) -> list[Stream]:
+    out = []
+    for i, (stmts, flags) in enumerate(SETTINGS):
+        conn = await asyncio.to_thread(pymysql.connect, host=host, port=port, user="root", password="",
+                                       autocommit=True)
+        with conn.cursor() as cur:
+            for s in stmts:
+                await asyncio.to_thread(cur.execute, s)
+        out.append(await _stream(conn, _dump_cmd(flags, 500 + i)))
+    return out
+
+
+async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall: float) -> Result:
+    base, base_anon = _status_kib(pid, "VmRSS"), _status_kib(pid, "RssAnon")
+    alone = await _alone(host, port)
+    kinds = [i % len(SETTINGS) for i in range(dumps)]
+    conns = await _open_sessions(host, port, kinds)
+    load = _load()
+    t0 = time.monotonic()
+    peak_anon = base_anon
+    with _PeakRss(pid) as rss:
+        task = asyncio.gather(*(_stream(c, _dump_cmd(SETTINGS[k][1], 1000 + n))
+                                for n, (c, k) in enumerate(zip(conns, kinds, strict=True))))
+        while not task.done():
+            peak_anon = max(peak_anon, _status_kib(pid, "RssAnon"))
+            await asyncio.sleep(0.02)
+        got = await task
+    wall = time.monotonic() - t0
+    same = all((g.digest, g.end) == (alone[k].digest, alone[k].end) for g, k in zip(got, kinds, strict=True))
+    res = Result(name, (rss.peak - base) / dumps, (peak_anon - base_anon) / dumps, wall, same,
+                 [a.digest for a in alone], load)
+    if stall > 0:
+        await _stall(res, host, port, pid, stall, alone[0])
+    return res
+
+
+async def _wave(host: str, port: int, base_id: int, want: Stream) -> float:
+    conns = await _open_sessions(host, port, [0] * WAVE)
+    t0 = time.monotonic()
+    got = await asyncio.gather(*(_stream(c, _dump_cmd(SETTINGS[0][1], base_id + n)) for n, c in enumerate(conns)))
+    if any(g.digest != want.digest for g in got):
+        raise SystemExit("a wave's stream differs from the same settings alone")
+    return time.monotonic() - t0
+
+
+async def _stall(res: Result, host: str, port: int, pid: int, stall: float, want: Stream) -> None:
+    res.stall_free = await _wave(host, port, 2000, want)
+    base = _status_kib(pid, "VmRSS")
+    conn = (await _open_sessions(host, port, [0]))[0]
+    conn._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)  # type: ignore[attr-defined]
+    started = asyncio.Event()
+
+    async def hold() -> None:
+        started.set()
+        await asyncio.sleep(stall)
+
+    res.stall_load = _load()
+    with _PeakRss(pid) as rss:
+        slow = asyncio.create_task(_stream(conn, _dump_cmd(SETTINGS[0][1], 3000), hold))
+        await started.wait()
+        t0 = time.monotonic()
+        waves, i = [], 0
+        while not slow.done() and time.monotonic() - t0 < stall:
+            waves.append(await _wave(host, port, 3100 + 100 * i, want))
+            i += 1
+        got = await slow
+    res.stall_busy = sum(waves) / max(1, len(waves))
+    res.stall_growth_kib = rss.peak - base
+    res.stall_ok = (got.digest, got.end) == (want.digest, want.end)
+    res.stall_end = got.end
+
+
+def _table(results: list[Result], dumps: int, stall: float) -> None:
+    maria = next((r for r in results if r.server == "mariadb"), None)
+    print(f"\n{dumps} concurrent dumps (4 settings mixed), {ROWS} rows of {ROW_BYTES} B:")
+    print(f"{'server':<14}{'KiB/conn RSS':>14}{'RssAnon':>10}{'wall s':>8}{'wall ÷ MariaDB':>16}"
+          f"{'same as alone':>15}{'load 1/5/15':>16}")
+    for r in results:
+        ratio = f"{maria.wall / r.wall:.2f}x" if maria else "-"
+        print(f"{r.server:<14}{r.per_conn_kib:>14.0f}{r.anon_per_conn_kib:>10.0f}{r.wall:>8.2f}{ratio:>16}"
+              f"{'yes' if r.same_as_alone else 'NO':>15}{r.load:>16}")
+    if maria:
+        for r in results:
+            if r is not maria:
+                print(f"{r.server}: RSS per connection {r.per_conn_kib / max(1.0, maria.per_conn_kib):.1f}x "
+                      f"MariaDB's; streams {'identical to' if r.digests == maria.digests else 'DIFFERENT from'} "
+                      f"MariaDB's")
+    if stall > 0:
+        print(f"\none reader stalled {stall:.0f} s while waves of {WAVE} dumps stream:")
+        print(f"{'server':<14}{'wave alone s':>13}{'beside it s':>12}{'RSS growth KiB':>16}{'resumed ok':>12}"
+              f"{'load 1/5/15':>16}")
+        for r in results:
+            ok = "yes" if r.stall_ok else f"NO ({r.stall_end})"
+            print(f"{r.server:<14}{r.stall_free:>13.2f}{r.stall_busy:>12.2f}{r.stall_growth_kib:>16}{ok:>12}"
+                  f"{r.stall_load:>16}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.fanout", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dumps", type=int, default=200, help="concurrent dumps (default 200)")
+    p.add_argument("--rows", type=int, default=ROWS, help=f"rows of {ROW_BYTES} B in the binlog (default {ROWS})")
+    p.add_argument("--stall", type=float, default=30.0, help="seconds the stalled reader reads nothing (0: skip)")
+    p.add_argument("--binlogd-tree", type=Path, help="also measure binlogd from this source tree (before/after)")
+    args = p.parse_args(argv)
+    if args.dumps < 1 or args.rows < 1:
+        p.error("--dumps and --rows must be >= 1")
+    work = Path(tempfile.mkdtemp(prefix="binlogd-fanout-"))
+    primary = MariaDB.start(work, "primary", 1, "--log-bin=mysql-bin", "--binlog-format=ROW",
+                            "--binlog-annotate-row-events=ON", f"--max-connections={args.dumps + 100}")
+    servers: list[tuple[str, Binlogd]] = []
+    try:
+        _write_binlog(primary, args.rows)
+        files = work / "binlogs"
+        files.mkdir()
+        for f in sorted(primary.datadir.glob("mysql-bin.0*")):
+            shutil.copy(f, files / f.name)
+        (files / "mysql-bin.index").write_text("".join(f"./{f.name}\n" for f in sorted(files.glob("mysql-bin.0*"))))
+        cmd = ["--binlog-dir", str(files), "--server-id", "1", "--compat", "mariadb"]
+        servers.append(("binlogd", Binlogd.start(cmd, log_path=work / "binlogd.log")))
+        if args.binlogd_tree:
+            servers.append(("binlogd-alt", Binlogd.start(
+                cmd, log_path=work / "binlogd-alt.log", module="benchmarks._binlogd_launcher", cwd=REPO_ROOT,
+                env={"BINLOGD_BENCH_TREE": str(args.binlogd_tree.resolve())})))
+        size = (files / "mysql-bin.000001").stat().st_size
+        print(f"binlog: {size / 1e6:.1f} MB in mysql-bin.000001; load {_load()}")
+        results = [asyncio.run(_measure("mariadb", primary.host, primary.port, primary.pid, args.dumps, args.stall))]
+        for name, s in servers:
+            results.append(asyncio.run(_measure(name, s.host, s.port, s.pid, args.dumps, args.stall)))
+        _table(results, args.dumps, args.stall)
+        # binlogd must keep a stalled reader; MariaDB drops it after net_write_timeout (reported, not a failure)
+        return 0 if all(r.same_as_alone and (args.stall <= 0 or r.stall_ok or r.server == "mariadb")
+                        for r in results) else 1
+    finally:
+        for _, s in servers:
+            s.stop()
+        primary.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
