@@ -3,23 +3,26 @@
 Samples are the real events of tests/data/oracle/dump/mysql-bin.00000{1,2,3} (MariaDB 10.11), plus built
 bodies for the types those files lack (INTVAR, RAND, a v2 and a compressed rows event) and a 50-column
 TABLE_MAP (the applier's worst case). Each decoder runs over its samples for about `--seconds`; the table
-prints the best of 3 rounds in µs per call. Compare before/after by running it on both trees.
+prints the best of 3 rounds in µs per call. `--tree DIR` measures another checkout's protocol/events.py (e.g.
+one before a change) against this one's, side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
-from binlogd.protocol import events as ev
 from binlogd.protocol.constants import CRC_LEN, HEADER_LEN, WRITE_ROWS_COMPRESSED_EVENT, WRITE_ROWS_EVENT
 
 ORACLE = Path(__file__).resolve().parent.parent / "tests" / "data" / "oracle" / "dump"
 
 
-def oracle_bodies() -> dict[int, list[bytes]]:
+def oracle_bodies(ev: ModuleType) -> dict[int, list[bytes]]:
     """Bodies (no header, no CRC) of the oracle files' events by type code."""
     out: dict[int, list[bytes]] = {}
     for n in (1, 2, 3):
@@ -33,7 +36,7 @@ def oracle_bodies() -> dict[int, list[bytes]]:
     return out
 
 
-def table_map_50() -> bytes:
+def table_map_50(ev: ModuleType) -> bytes:
     """A TABLE_MAP of 50 INT/VARCHAR columns with optional metadata, as the applier sees on wide tables."""
     types = bytes([3, 15] * 25)
     meta = b"".join(b"\x00\x01" for _ in range(25))
@@ -42,8 +45,8 @@ def table_map_50() -> bytes:
     )
 
 
-def cases() -> list[tuple[str, Callable[[bytes], object], list[bytes]]]:
-    b = oracle_bodies()
+def cases(ev: ModuleType) -> list[tuple[str, Callable[[bytes], object], list[bytes]]]:
+    b = oracle_bodies(ev)
     rows_v2 = ev.encode_rows(ev.RowsBody(5, 1, b"\x02\xff" + bytes(40), b"\x00\x01\x02"))
     rows_c = ev.encode_rows(ev.RowsBody(5, 1, ev.compress_payload(b"\x02\xff" + bytes(40)), b""))
     return [
@@ -59,7 +62,7 @@ def cases() -> list[tuple[str, Callable[[bytes], object], list[bytes]]]:
         ("INTVAR", ev.parse_intvar, [ev.encode_intvar(ev.IntvarBody(2, 12345))]),
         ("RAND", ev.parse_rand, [ev.encode_rand(ev.RandBody(1, 2))]),
         ("TABLE_MAP (oracle)", ev.parse_table_map, b[19]),
-        ("TABLE_MAP (50 columns)", ev.parse_table_map, [table_map_50()]),
+        ("TABLE_MAP (50 columns)", ev.parse_table_map, [table_map_50(ev)]),
         ("ROWS v1 (oracle)", lambda x: ev.parse_rows(x, 23), b[23] + b[24] + b[25]),
         ("ROWS v2", lambda x: ev.parse_rows(x, WRITE_ROWS_EVENT), [rows_v2]),
         ("ROWS v2 compressed", lambda x: ev.parse_rows(x, WRITE_ROWS_COMPRESSED_EVENT), [rows_c]),
@@ -85,13 +88,37 @@ def per_call_us(fn: Callable[[bytes], object], samples: list[bytes], seconds: fl
     return best * 1e6
 
 
+def load_events(tree: Path | None) -> ModuleType:
+    """protocol/events.py of `tree` (as a standalone module) or of this checkout."""
+    if tree is None:
+        from binlogd.protocol import events
+
+        return events
+    path = tree / "protocol" / "events.py"
+    spec = importlib.util.spec_from_file_location("binlogd.protocol._events_other_tree", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--seconds", type=float, default=0.3, help="time per decoder (default 0.3)")
+    ap.add_argument("--tree", type=Path, help="also measure this checkout's protocol/events.py (column 'other')")
     args = ap.parse_args(argv)
-    print(f"{'event body':<24} {'samples':>7} {'µs/event':>9}")
-    for name, fn, samples in cases():
-        print(f"{name:<24} {len(samples):>7} {per_call_us(fn, samples, args.seconds):>9.2f}")
+    modules = [load_events(None)] + ([load_events(args.tree)] if args.tree else [])
+    columns = [case_list for case_list in (cases(m) for m in modules)]
+    head = f"{'event body':<24} {'samples':>7} {'µs/event':>9}" + (f" {'other':>9} {'ratio':>6}" if args.tree else "")
+    print(head)
+    for i, (name, fn, samples) in enumerate(columns[0]):
+        line = f"{name:<24} {len(samples):>7} {(us := per_call_us(fn, samples, args.seconds)):>9.2f}"
+        if args.tree:
+            other = per_call_us(columns[1][i][1], columns[1][i][2], args.seconds)
+            line += f" {other:>9.2f} {other / us:>5.1f}x"
+        print(line)
     return 0
 
 
