@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", type=Path, help="also measure this checkout's protocol/events.py (column 'other')")
     args = ap.parse_args(argv)
     modules = [load_events(None)] + ([load_events(args.tree)] if args.tree else [])
-    columns = [case_list for case_list in (cases(m) for m in modules)]
+    columns = [cases(m) for m in modules]
     head = f"{'event body':<24} {'samples':>7} {'µs/event':>9}" + (f" {'other':>9} {'ratio':>6}" if args.tree else "")
     print(head)
     for i, (name, fn, samples) in enumerate(columns[0]):
