@@ -76,3 +76,27 @@ def test_fuzz_storm_on_the_applier_admin_port(tmp_path: Path) -> None:
                 conn.cursor() as cur:
             cur.execute("SHOW ALL SLAVES STATUS")
             assert len(cur.fetchall()) == 1
+
+
+def test_rss_returns_after_big_statements(binlogd: Any, tmp_path: Path) -> None:
+    """A 16 MB string literal (answered), 4 MB of `(` and 6 MB of `1+1+...` (refused before parsing), each twice:
+    RSS comes back within 32 MiB of the start (it stayed over 100 MiB above before the mmap threshold was fixed)."""
+    from tests.test_bad_input_mariadb import login, query
+
+    d = tmp_path / "binlogs"
+    d.mkdir()
+    for name in ("mysql-bin.000001", "mysql-bin.000002"):
+        shutil.copyfile(ORACLE / name, d / name)
+    server = binlogd(["--binlog-dir", str(d), "--server-id", "1"])
+    before = rss_mib(server.pid)
+    expected = {"'": ("data",), "(": ("err", 1064), "1": ("err", 1064)}
+    big = ["SELECT '" + "a" * 16_000_000 + "'", "SELECT " + "(" * 4_000_000, "SELECT " + "1+" * 3_000_000 + "1"]
+    for sql in big * 2:
+        s = login(server.host, server.port)
+        s.settimeout(60)
+        assert query(s, sql)[:2] == expected[sql[7]]
+        s.close()
+    time.sleep(2.0)
+    after = rss_mib(server.pid)
+    assert after - before < 32, (before, after)
+    assert "Traceback" not in server.log_text()
