@@ -76,6 +76,18 @@ def _write_binlog(primary: MariaDB, rows: int) -> None:
                 if i % 4 == 0:
                     cur.execute("SET skip_replication=0")
             cur.execute("FLUSH BINARY LOGS")
+            # MariaDB writes the new file's BINLOG_CHECKPOINT a moment later: copies taken before it miss the
+            # event MariaDB then sends (the streams would differ by it)
+            cur.execute("SHOW MASTER STATUS")
+            active = cur.fetchone()[0]
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                cur.execute(f"SHOW BINLOG EVENTS IN '{active}'")
+                if any(r[2] == "Binlog_checkpoint" and active in r[5] for r in cur.fetchall()):
+                    break
+                time.sleep(0.1)
+            else:
+                raise SystemExit(f"no Binlog_checkpoint in {active} after 30 s")
     finally:
         conn.close()
 
