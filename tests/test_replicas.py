@@ -17,7 +17,8 @@ from pathlib import Path
 import pymysql
 import pytest
 from binlogd.protocol.binlog_file import scan
-from harness import MariaDB
+
+from tests.harness import MariaDB
 
 WORKLOAD = """
 CREATE DATABASE shop;

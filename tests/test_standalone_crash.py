@@ -17,7 +17,8 @@ import pymysql
 from binlogd.protocol.binlog_file import scan, verify
 from binlogd.protocol.constants import GTID_EVENT, QUERY_EVENT
 from binlogd.protocol.events import parse_event
-from harness.mariadb import free_port, wait_until
+
+from binlogd.testing import free_port, wait_until
 
 WRITERS = 8  # the concurrency the issue asks the server to take
 

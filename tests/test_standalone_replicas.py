@@ -29,7 +29,8 @@ from binlogd.protocol.constants import (
     ROTATE_EVENT,
 )
 from binlogd.protocol.events import parse_event
-from harness import MariaDB
+
+from tests.harness import MariaDB
 
 WORKLOAD = [
     "CREATE DATABASE shop",
