@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import datetime as dt
+import io
 import logging
 import ssl
 import struct
@@ -22,8 +24,9 @@ from mysql_mimic import context, packets
 from mysql_mimic.connection import Connection
 from mysql_mimic.constants import KillKind
 from mysql_mimic.errors import MysqlError
-from mysql_mimic.prepared import PreparedStatement
+from mysql_mimic.prepared import REGEX_PARAM, PreparedStatement
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
+from mysql_mimic.types import Capabilities
 
 from .charsets import BINARY_COLLATION, LATIN1_COLLATION, refused_client_charset, usable_collation
 from .constants import ER_ACCESS_DENIED_ERROR, ER_MALFORMED_PACKET
@@ -124,6 +127,25 @@ def _feed(transport: asyncio.BaseTransport, data: bytes) -> None:
 
 class AuthFailed(Exception):
     """The handshake ended with an access-denied error already sent."""
+
+
+PARAMETER_COUNT_AVAILABLE = 0x08  # COM_STMT_EXECUTE flags: a parameter count follows (query attributes)
+_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"})
+
+
+def sql_literal(value: Any) -> str:
+    """A prepared statement's parameter as an SQL literal: strings quoted with MariaDB's backslash escapes."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, bytes | bytearray):
+        return "X'" + bytes(value).hex() + "'"
+    if isinstance(value, dt.datetime | dt.date | dt.time | dt.timedelta):
+        return "'" + str(value) + "'"
+    return "'" + str(value).translate(_ESCAPES) + "'"
 
 
 class StrictConnection(Connection):
@@ -307,17 +329,55 @@ class StrictConnection(Connection):
         await super().handle_stmt_prepare(data)
 
     async def handle_stmt_execute(self, data: bytes) -> None:
-        """Unknown ids get 1243 and parameter data mimic cannot read gets 1210, checked before mimic runs."""
+        """Unknown ids get 1243 and parameter data that cannot be read gets 1210, checked before anything runs; the
+        parameters reach the statement as properly quoted literals (`_bind`)."""
         stmt = self._stmt(data, "mysqld_stmt_execute")
+        if len(data) < 9:
+            raise bad_arguments("mysqld_stmt_execute")
         try:
-            packets.parse_com_stmt_execute(capabilities=self.capabilities, client_charset=self.client_charset,
-                                           data=data, get_stmt=lambda _: stmt)
+            bound = self._bind(stmt, data)
         except (AssertionError, OverflowError, MemoryError, struct.error, IndexError, ValueError, KeyError,
-                TypeError, EOFError, UnicodeDecodeError, LookupError) as e:
+                TypeError, EOFError, UnicodeDecodeError, LookupError, MysqlError) as e:
             stmt.param_buffers = None
             log.info("connection %d: COM_STMT_EXECUTE %d: bad parameters: %r", self.connection_id, stmt.stmt_id, e)
             raise bad_arguments("mysqld_stmt_execute") from e
-        await super().handle_stmt_execute(data)
+        if bound is None:
+            await super().handle_stmt_execute(data)
+            return
+        flags = data[4] & ~PARAMETER_COUNT_AVAILABLE  # mimic then reads no parameters: the text has them
+        stmt.param_buffers = None
+        self.prepared_stmts[stmt.stmt_id] = bound
+        try:
+            await super().handle_stmt_execute(data[:4] + bytes((flags,)) + data[5:9])
+        finally:
+            self.prepared_stmts[stmt.stmt_id] = stmt
+            stmt.cursor = bound.cursor
+
+    def _bind(self, stmt: PreparedStatement, data: bytes) -> PreparedStatement | None:
+        """The statement with its parameters spliced in as SQL literals (None: it has none).
+
+        mimic splices each parameter in as ``'{value}'`` through ``re.sub``: a quote in a value ends the literal (the
+        standalone primary would log another statement than the client's), a backslash is taken as a regex escape and
+        a ``?`` inside a value for the next placeholder. Here the placeholders are found once in the prepared text and
+        the values quoted as MariaDB quotes string literals; mimic then runs the result as a statement without
+        parameters (its result-set and cursor handling unchanged).
+        """
+        if stmt.num_params == 0:
+            return None
+        reader = io.BytesIO(data)
+        reader.seek(9)  # stmt_id, flags, iteration count
+        count = stmt.num_params
+        if Capabilities.CLIENT_QUERY_ATTRIBUTES in self.capabilities:
+            count = packets.read_uint_len(reader)
+        params = packets._read_params(self.capabilities, self.client_charset, reader, count, stmt.param_buffers)
+        if len(params) < stmt.num_params:
+            raise ValueError(f"{len(params)} parameters for {stmt.num_params} placeholders")
+        parts, last = [], 0
+        for m, (_, value) in zip(REGEX_PARAM.finditer(stmt.sql), params, strict=False):
+            parts += [stmt.sql[last:m.start()], sql_literal(value)]
+            last = m.end()
+        parts.append(stmt.sql[last:])
+        return PreparedStatement(stmt_id=stmt.stmt_id, sql="".join(parts), num_params=0)
 
     async def handle_stmt_fetch(self, data: bytes) -> None:
         stmt = self._stmt(data, "mysqld_stmt_fetch")
