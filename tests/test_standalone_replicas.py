@@ -174,6 +174,11 @@ def test_workload_replicas_match_a_real_primary(started: dict[str, Any], mariadb
         r.set_skip_mode(mode)
         r.change_master(primary.host, primary.port)
         r.start_slave()
+    # a real primary writes the new file's own BINLOG_CHECKPOINT asynchronously, once InnoDB made the previous file's
+    # transactions durable: take its end only after that, or a replica reads past the end it is waited for
+    last = ref_files[-1]
+    ref.wait_until(lambda: any(r[5] == f"{last}" for r in ref.query(f"SHOW BINLOG EVENTS IN '{last}'")
+                               if r[2] == "Binlog_checkpoint"), 30, message=f"{last}'s own Binlog_checkpoint")
     ends = {"ref": ref.master_status(), "bl": master_status(bl.host, bl.port)}
     for (src, _), r in replicas.items():  # six replicas start at once: allow a loaded 2-core machine its time
         r.wait_slave_pos(*ends[src], timeout=90)
