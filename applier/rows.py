@@ -60,18 +60,10 @@ from binlogd.protocol.column_types import (
     T_YEAR,
 )
 from binlogd.protocol.constants import (
-    DELETE_ROWS_COMPRESSED_EVENT,
-    DELETE_ROWS_COMPRESSED_EVENT_V1,
-    DELETE_ROWS_EVENT,
-    DELETE_ROWS_EVENT_V1,
-    UPDATE_ROWS_COMPRESSED_EVENT,
-    UPDATE_ROWS_COMPRESSED_EVENT_V1,
-    UPDATE_ROWS_EVENT,
-    UPDATE_ROWS_EVENT_V1,
-    WRITE_ROWS_COMPRESSED_EVENT,
-    WRITE_ROWS_COMPRESSED_EVENT_V1,
-    WRITE_ROWS_EVENT,
-    WRITE_ROWS_EVENT_V1,
+    COMPRESSED_ROWS_TYPES,
+    DELETE_ROWS_TYPES,
+    UPDATE_ROWS_TYPES,
+    WRITE_ROWS_TYPES,
 )
 from binlogd.protocol.events import EventDecodeError, TableMapBody, decompress_payload
 
@@ -81,15 +73,6 @@ _META_2: Final = frozenset({T_VARCHAR, T_VAR_STRING, T_STRING, T_NEWDECIMAL, T_B
                             T_VARCHAR_COMPRESSED})
 INT_SIZES: Final = {T_TINY: 1, T_SHORT: 2, T_INT24: 3, T_LONG: 4, T_LONGLONG: 8}
 
-WRITE_TYPES: Final = frozenset({WRITE_ROWS_EVENT_V1, WRITE_ROWS_EVENT, WRITE_ROWS_COMPRESSED_EVENT_V1,
-                                WRITE_ROWS_COMPRESSED_EVENT})
-UPDATE_TYPES: Final = frozenset({UPDATE_ROWS_EVENT_V1, UPDATE_ROWS_EVENT, UPDATE_ROWS_COMPRESSED_EVENT_V1,
-                                 UPDATE_ROWS_COMPRESSED_EVENT})
-DELETE_TYPES: Final = frozenset({DELETE_ROWS_EVENT_V1, DELETE_ROWS_EVENT, DELETE_ROWS_COMPRESSED_EVENT_V1,
-                                 DELETE_ROWS_COMPRESSED_EVENT})
-COMPRESSED_TYPES: Final = frozenset({WRITE_ROWS_COMPRESSED_EVENT_V1, UPDATE_ROWS_COMPRESSED_EVENT_V1,
-                                     DELETE_ROWS_COMPRESSED_EVENT_V1, WRITE_ROWS_COMPRESSED_EVENT,
-                                     UPDATE_ROWS_COMPRESSED_EVENT, DELETE_ROWS_COMPRESSED_EVENT})
 
 _DIG2BYTES: Final = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _F = struct.Struct("<f")
@@ -396,25 +379,25 @@ def decode_rows(
         before_cols = _bits(data[p : p + nb], width)
         p += nb
         after_cols = before_cols
-        if type_code in UPDATE_TYPES:
+        if type_code in UPDATE_ROWS_TYPES:
             after_cols = _bits(data[p : p + nb], width)
             p += nb
         buf = bytes(data[p:])
-        if type_code in COMPRESSED_TYPES:
+        if type_code in COMPRESSED_ROWS_TYPES:
             buf = decompress_payload(buf, "compressed rows")
         rows: list[tuple[dict[int, Any] | None, dict[int, Any] | None]] = []
         q = 0
-        if type_code in WRITE_TYPES:
+        if type_code in WRITE_ROWS_TYPES:
             kind = "write"
             while q < len(buf):
                 after, q = _image(tm, before_cols, rd, buf, q)
                 rows.append((None, after))
-        elif type_code in DELETE_TYPES:
+        elif type_code in DELETE_ROWS_TYPES:
             kind = "delete"
             while q < len(buf):
                 before, q = _image(tm, before_cols, rd, buf, q)
                 rows.append((before, None))
-        elif type_code in UPDATE_TYPES:
+        elif type_code in UPDATE_ROWS_TYPES:
             kind = "update"
             while q < len(buf):
                 before, q = _image(tm, before_cols, rd, buf, q)

@@ -47,6 +47,7 @@ from binlogd.protocol.column_types import (
     T_YEAR,
 )
 from binlogd.protocol.constants import (
+    COMPRESSED_ROWS_TYPES,
     CRC_LEN,
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
@@ -56,10 +57,12 @@ from binlogd.protocol.constants import (
     UPDATE_ROWS_COMPRESSED_EVENT_V1,
     UPDATE_ROWS_EVENT,
     UPDATE_ROWS_EVENT_V1,
+    UPDATE_ROWS_TYPES,
     WRITE_ROWS_COMPRESSED_EVENT,
     WRITE_ROWS_COMPRESSED_EVENT_V1,
     WRITE_ROWS_EVENT,
     WRITE_ROWS_EVENT_V1,
+    WRITE_ROWS_TYPES,
 )
 from binlogd.protocol.describe import format_decimal
 from binlogd.protocol.events import EventDecodeError, RowsBody, TableMapBody, decompress_payload
@@ -74,13 +77,6 @@ ROWS_NAMES: Final = {
     DELETE_ROWS_COMPRESSED_EVENT_V1: b"Delete_compressed_rows",
     DELETE_ROWS_COMPRESSED_EVENT: b"Delete_compressed_rows",
 }
-_WRITE: Final = frozenset({WRITE_ROWS_EVENT_V1, WRITE_ROWS_EVENT, WRITE_ROWS_COMPRESSED_EVENT_V1,
-                           WRITE_ROWS_COMPRESSED_EVENT})
-_UPDATE: Final = frozenset({UPDATE_ROWS_EVENT_V1, UPDATE_ROWS_EVENT, UPDATE_ROWS_COMPRESSED_EVENT_V1,
-                            UPDATE_ROWS_COMPRESSED_EVENT})
-_COMPRESSED: Final = frozenset({WRITE_ROWS_COMPRESSED_EVENT_V1, WRITE_ROWS_COMPRESSED_EVENT,
-                                UPDATE_ROWS_COMPRESSED_EVENT_V1, UPDATE_ROWS_COMPRESSED_EVENT,
-                                DELETE_ROWS_COMPRESSED_EVENT_V1, DELETE_ROWS_COMPRESSED_EVENT})
 _META_1: Final = frozenset({T_FLOAT, T_DOUBLE, T_BLOB, T_TINY_BLOB, T_MEDIUM_BLOB, T_LONG_BLOB, T_GEOMETRY, T_JSON,
                             T_TIMESTAMP2, T_DATETIME2, T_TIME2, T_BLOB_COMPRESSED})
 _META_BE2: Final = frozenset({T_NEWDECIMAL, T_STRING, T_ENUM, T_SET, T_VAR_STRING})
@@ -326,7 +322,7 @@ def _value_typestr(t: int, meta: int) -> bytes:
 
 
 def is_compressed(type_code: int) -> bool:
-    return type_code in _COMPRESSED
+    return type_code in COMPRESSED_ROWS_TYPES
 
 
 def verbose_rows(type_code: int, body: RowsBody, td: TableDef | None, verbose: int) -> tuple[bytes, int]:
@@ -345,19 +341,19 @@ def verbose_rows(type_code: int, body: RowsBody, td: TableDef | None, verbose: i
     cols = _bitmap(data[p:p + nb], width)
     p += nb
     cols_ai = cols
-    if type_code in _UPDATE:
+    if type_code in UPDATE_ROWS_TYPES:
         cols_ai = _bitmap(data[p:p + nb], width)
         p += nb
     buf = data[p:]
-    if type_code in _COMPRESSED:
+    if type_code in COMPRESSED_ROWS_TYPES:
         buf = decompress_payload(buf, "compressed rows")
     name = backtick_pair(td)
     count = 0
-    if type_code in _WRITE and not buf:
+    if type_code in WRITE_ROWS_TYPES and not buf:
         return (b"### INSERT INTO %s VALUES ()\n" % name if verbose else b""), 1
     command, clause1, clause2 = (
-        (b"INSERT INTO", b"### SET\n", None) if type_code in _WRITE
-        else (b"UPDATE", b"### WHERE\n", b"### SET\n") if type_code in _UPDATE
+        (b"INSERT INTO", b"### SET\n", None) if type_code in WRITE_ROWS_TYPES
+        else (b"UPDATE", b"### WHERE\n", b"### SET\n") if type_code in UPDATE_ROWS_TYPES
         else (b"DELETE FROM", b"### WHERE\n", None))
     q = 0
     while q < len(buf):
@@ -385,7 +381,7 @@ def uncompressed_rows_event(raw: bytes, body: RowsBody, type_code: int, checksum
     p = 1 if width < 251 else 1 + {252: 2, 253: 3, 254: 8}.get(width, 0)
     if width >= 251:
         width = int.from_bytes(data[1:p], "little")
-    p += ((width + 7) // 8) * (2 if type_code in _UPDATE else 1)
+    p += ((width + 7) // 8) * (2 if type_code in UPDATE_ROWS_TYPES else 1)
     tail = len(data) - p  # the compressed payload, at the end of the body
     crc = CRC_LEN if checksum else 0
     prefix = raw[:len(raw) - crc - tail]
