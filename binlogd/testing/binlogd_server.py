@@ -18,7 +18,7 @@ from typing import Any
 
 import pymysql
 
-from .mariadb import HOST, HarnessError, _register_live, _tail, _unregister_live, free_port, listens_on
+from .mariadb import HOST, HarnessError, _register_live, _tail, _unregister_live, connect_tcp, free_port, listens_on
 
 __all__ = ["Binlogd", "BinlogdStartError"]
 START_TIMEOUT = 15.0
@@ -237,17 +237,4 @@ class Binlogd:
 
     def connect(self, **kw: Any) -> pymysql.connections.Connection:  # type: ignore[type-arg]
         """A pymysql connection to the server (root, no password, autocommit; override with ``kw``)."""
-        params: dict[str, Any] = {
-            "host": self.host,
-            "port": self.port,
-            "user": "root",
-            "password": "",
-            "autocommit": True,
-            "connect_timeout": 5,
-            # pymysql >= 1.2 defaults to "preferred" TLS and builds an SSL context per connect (~40 ms
-            # of CA loading here); the private servers have no TLS anyway, and plaintext keeps
-            # packet captures readable.
-            "ssl_disabled": True,
-        }
-        params.update(kw)
-        return pymysql.connect(**params)
+        return connect_tcp(self.host, self.port, **kw)

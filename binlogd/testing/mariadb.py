@@ -277,6 +277,18 @@ def _tail(path: Path, offset: int = 0, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def connect_tcp(host: str, port: int, **kw: Any) -> pymysql.connections.Connection:  # type: ignore[type-arg]
+    """A pymysql connection to a harness server: root without a password, autocommit, plaintext (``kw`` overrides).
+
+    pymysql >= 1.2 defaults to "preferred" TLS and builds an SSL context per connect (~40 ms of CA loading here); the
+    private servers have no TLS unless a test gives it, and plaintext keeps packet captures readable.
+    """
+    params: dict[str, Any] = {"host": host, "port": port, "user": "root", "password": "", "autocommit": True,
+                              "connect_timeout": 5, "ssl_disabled": True}
+    params.update(kw)
+    return pymysql.connect(**params)
+
+
 def _quote_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -607,20 +619,7 @@ class MariaDB:
 
     def connect(self, **kw: Any) -> pymysql.connections.Connection:  # type: ignore[type-arg]
         """A new pymysql connection as root over TCP, autocommit on (override anything with ``kw``)."""
-        params: dict[str, Any] = {
-            "host": self.host,
-            "port": self.port,
-            "user": "root",
-            "password": "",
-            "autocommit": True,
-            "connect_timeout": 5,
-            # pymysql >= 1.2 defaults to "preferred" TLS and builds an SSL context per connect (~40 ms
-            # of CA loading here); the private servers have no TLS anyway, and plaintext keeps
-            # packet captures readable.
-            "ssl_disabled": True,
-        }
-        params.update(kw)
-        return pymysql.connect(**params)
+        return connect_tcp(self.host, self.port, **kw)
 
     def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         """Run one statement on a fresh connection and return its rows.
