@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--admin-users", type=Path, metavar="FILE",
                    help="accounts that may log in to the admin port, in binlogd's users-file format (`binlogd "
                         "passwd` writes a line); default: root without a password, from loopback only")
+    p.add_argument("--metrics-port", type=int, metavar="P",
+                   help="serve Prometheus metrics of every channel on http://127.0.0.1:P/metrics "
+                        "(docs/operations.md)")
+    p.add_argument("--metrics-address", default=None, metavar="ADDR", help="address of the metrics port")
     p.add_argument("--no-start", action="store_true",
                    help="do not start the channels (start them with START SLAVE on the admin port)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -113,10 +117,15 @@ def config_from_args(args: argparse.Namespace) -> ApplierConfig:
         raise ConfigError("--server-id must be in 1..4294967295")
     if args.admin_port is not None and not 0 <= args.admin_port <= 65535:
         raise ConfigError("--admin-port must be a TCP port (0-65535)")
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise ConfigError("--metrics-port must be a TCP port (0-65535)")
+    if args.metrics_address is not None and args.metrics_port is None:
+        raise ConfigError("--metrics-address without --metrics-port: there is no metrics port to bind")
     if args.admin_users is not None and args.admin_port is None:
         raise ConfigError("--admin-users without --admin-port: there is no admin port to log in to")
     return ApplierConfig(target, channels, filters, parse_skip_mode(args.replicate_events_marked_for_skip),
-                         args.admin_port, args.admin_bind, args.server_id, args.admin_users)
+                         args.admin_port, args.admin_bind, args.server_id, args.admin_users, args.metrics_port,
+                         args.metrics_address or "127.0.0.1")
 
 
 def _ordered_filter_options(argv: Sequence[str]) -> list[str]:
@@ -154,6 +163,18 @@ async def run(cfg: ApplierConfig, start: bool = True) -> int:
         except OSError as e:
             print(f"binlogd-apply: cannot listen on {cfg.admin_bind}:{cfg.admin_port}: {e.strerror}", file=sys.stderr)
             return 2
+    metrics = None
+    if cfg.metrics_port is not None:
+        from .metrics import start_metrics
+
+        try:
+            metrics = await start_metrics(applier, cfg.metrics_address, cfg.metrics_port)
+        except OSError as e:
+            print(f"binlogd-apply: --metrics-port: cannot listen on {cfg.metrics_address}:{cfg.metrics_port}: "
+                  f"{e.strerror}", file=sys.stderr)
+            if admin is not None:
+                admin.close()
+            return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -165,6 +186,8 @@ async def run(cfg: ApplierConfig, start: bool = True) -> int:
     await stop.wait()
     if admin is not None:
         admin.close()
+    if metrics is not None:
+        metrics.close()
     await applier.close()
     return 0
 

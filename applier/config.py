@@ -84,6 +84,8 @@ class ApplierConfig:
     admin_bind: str = "127.0.0.1"
     server_id: int = 1001
     admin_users: Path | None = None  # --admin-users: the admin port's accounts (protocol/accounts.py format)
+    metrics_port: int | None = None  # --metrics-port: Prometheus text (applier/metrics.py)
+    metrics_address: str = "127.0.0.1"
 
 
 def parse_endpoint(url: str, what: str = "URL", params: dict[str, str] | None = None) -> Endpoint:

@@ -22,6 +22,7 @@ from .auth import BinlogdIdentityProvider, UsersFileError
 from .connection import ReplicationConnection, ReplicationSession
 from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
+from .metrics import metrics_state, start_metrics
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
 from .startup import DirLock, check_writable_dir, is_within, listen
@@ -56,6 +57,8 @@ class ServeConfig:
     binlog_row_metadata: str = "NO_LOG"  # @@binlog_row_metadata reported (directory and relay modes)
     tls: TlsFiles | None = None  # --ssl-cert/--ssl-key/--ssl-ca: CLIENT_SSL offered (server/tls.py)
     require_secure_transport: bool = False  # clear-text logins refused with 1045, as MariaDB does
+    metrics_port: int | None = None  # --metrics-port: Prometheus text on http://ADDR:PORT/metrics (server/metrics.py)
+    metrics_address: str = "127.0.0.1"
 
 
 class BinlogdServer(MysqlServer):
@@ -74,6 +77,11 @@ class BinlogdServer(MysqlServer):
         self.connections: dict[int, ReplicationConnection] = {}
         self._servers: list[asyncio.Server] = []
         primary.connections = lambda: len(self.connections)
+
+    @property
+    def connections_total(self) -> int:
+        """Connections accepted since start (MariaDB `Connections`)."""
+        return self._next_id
 
     async def serve_sockets(self, socks: list[socket.socket]) -> None:
         """Accept on sockets `startup.listen` bound and listened on before anything was written."""
@@ -138,12 +146,15 @@ async def serve(cfg: ServeConfig, ready: asyncio.Event | None = None) -> None:
     """
     idp, dir_store, tls = await asyncio.to_thread(_preflight, cfg)
     socks = listen(cfg.bind_address, cfg.port)
+    metrics_socks: list[socket.socket] = []
     locks: list[DirLock] = []
     try:
+        if cfg.metrics_port is not None:
+            metrics_socks = listen(cfg.metrics_address, cfg.metrics_port, "--metrics-port")
         locks = await asyncio.to_thread(_lock_dirs, cfg)
-        await _serve(cfg, idp, dir_store, socks, ready, tls)
+        await _serve(cfg, idp, dir_store, socks, ready, tls, metrics_socks)
     finally:
-        for s in socks:
+        for s in socks + metrics_socks:
             s.close()
         for lock in locks:
             lock.release()
@@ -203,7 +214,8 @@ def _tables_info_args(on: bool) -> dict[str, Any]:
 
 
 async def _serve(cfg: ServeConfig, idp: BinlogdIdentityProvider, dir_store: BinlogStore | None,
-                 socks: list[socket.socket], ready: asyncio.Event | None, tls: SSLContext | None) -> None:
+                 socks: list[socket.socket], ready: asyncio.Event | None, tls: SSLContext | None,
+                 metrics_socks: list[socket.socket] | None = None) -> None:
     """Open the binlog source (the first write: recovery, a new file), then the ledger, then serve."""
     relay: UpstreamRelay | None = None
     standalone: StandaloneSource | None = None
@@ -228,7 +240,7 @@ async def _serve(cfg: ServeConfig, idp: BinlogdIdentityProvider, dir_store: Binl
             store = dir_store
         if cfg.ledger_dir is not None:
             ledger = await asyncio.to_thread(Ledger.open, cfg.ledger_dir, cfg.ledger_max_size)
-        await _run(cfg, store, relay, standalone, ledger, idp, socks, ready, tls)
+        await _run(cfg, store, relay, standalone, ledger, idp, socks, ready, tls, metrics_socks or [])
     finally:
         if relay is not None:
             await relay.close()
@@ -240,7 +252,7 @@ async def _serve(cfg: ServeConfig, idp: BinlogdIdentityProvider, dir_store: Binl
 
 async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None, standalone: StandaloneSource | None,
                ledger: Ledger | None, idp: BinlogdIdentityProvider, socks: list[socket.socket],
-               ready: asyncio.Event | None, tls: SSLContext | None) -> None:
+               ready: asyncio.Event | None, tls: SSLContext | None, metrics_socks: list[socket.socket]) -> None:
     primary = Primary(store, cfg.server_id, cfg.compat, cfg.gtid_domain_id)
     if standalone is not None:
         primary.standalone, standalone.server = standalone, primary
@@ -260,6 +272,8 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
     server = BinlogdServer(primary, idp, cfg.max_connections, faults, tls, cfg.require_secure_transport)
     watcher = DirectoryWatcher(store)
     await server.serve_sockets(socks)
+    metrics = await start_metrics(metrics_socks, metrics_state(primary, server, ledger, relay, standalone)) \
+        if metrics_socks else None
     if relay is None and standalone is None:
         watcher.start()  # binlogd's own writer wakes dumps itself
     files = store.files()
@@ -291,6 +305,8 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
     finally:
         log.info("shutting down")
         server.close()
+        if metrics is not None:
+            metrics.close()
         for conn in list(server.connections.values()):
             conn.kill()
         await watcher.stop()

@@ -70,6 +70,8 @@ class BinlogWriter:
         self._end = 0  # write position (includes uncommitted bytes)
         self._committed = 0
         self._commits_since_sync = 0
+        self.group_commits = 0  # commits made durable and visible (MariaDB Binlog_group_commits; metrics)
+        self.fsyncs = 0  # fdatasyncs made for sync_binlog at commits (metrics)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -289,6 +291,8 @@ class BinlogWriter:
             if self._commits_since_sync >= self.sync_binlog:
                 os.fdatasync(self._fd)
                 self._commits_since_sync = 0
+                self.fsyncs += 1
+        self.group_commits += 1
         self._committed = self._end
         self.store.publish(self._names[-1], self._end)
 

@@ -309,6 +309,13 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     lg.add_argument("--ledger-max-size", type=_size, default=None, metavar="SIZE",
                     help="start a new ledger file when the current one would exceed SIZE (default 64M)")
 
+    mt = s.add_argument_group("metrics (every mode)", "Prometheus text on http://ADDR:PORT/metrics "
+                              "(docs/operations.md lists every metric).")
+    mt.add_argument("--metrics-port", type=_port, default=None, metavar="PORT",
+                    help="serve Prometheus metrics on this TCP port (default: off)")
+    mt.add_argument("--metrics-address", default=None, metavar="ADDR",
+                    help="address of the metrics port (default 127.0.0.1)")
+
     ft = s.add_argument_group(
         "fault injection (a testing tool: never in production)",
         "Break chosen dump streams on purpose to test replicas and CDC clients (docs/testing.md).")
@@ -356,6 +363,8 @@ def _check_modes(args: argparse.Namespace) -> None:
                          "--upstream); the standalone primary logs statements")
     if directory and args.sync_binlog is not None:
         raise UsageError("--sync-binlog is for the modes that write a binlog (standalone, relay), not --binlog-dir")
+    if args.metrics_address is not None and args.metrics_port is None:
+        raise UsageError("--metrics-address without --metrics-port: there is no metrics port to bind")
     if args.no_ledger and args.ledger_max_size is not None:
         raise UsageError("--ledger-max-size with --no-ledger: there is no ledger to size")
     if args.max_binlog_size is not None and not 4096 <= args.max_binlog_size <= DEFAULT_MAX_BINLOG_SIZE:
@@ -426,7 +435,8 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         tables_info=bool(args.binlog_with_tables_info),
         ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size or DEFAULT_LEDGER_MAX_SIZE,
         faults_file=args.faults, binlog_row_metadata=args.binlog_row_metadata or "NO_LOG",
-        tls=_tls_files(args), require_secure_transport=args.require_secure_transport)
+        tls=_tls_files(args), require_secure_transport=args.require_secure_transport,
+        metrics_port=args.metrics_port, metrics_address=args.metrics_address or "127.0.0.1")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -335,7 +335,7 @@ class ReplicationConnection(StrictConnection):
         fault = await self._fault_writer(cmd.server_id, params, label) if self.faults is not None else None
         dump = DumpStream(self.primary.store, writer, self.primary.server_id, params,
                           seq=self.stream.seq.value, conn_label=label, ledger=ledger,
-                          ledger_info=self._ledger_info() if ledger is not None else None, fault=fault)
+                          ledger_info=self._ledger_info(), fault=fault)  # (metrics label dumps by it)
         self.primary.start_dump(dump, cmd.server_id)
         dump_task = asyncio.create_task(dump.run(), name=f"dump-{self.connection_id}")
         watch_task = asyncio.create_task(self._watch_peer(), name=f"watch-{self.connection_id}")

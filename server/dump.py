@@ -18,7 +18,8 @@ import json
 import logging
 import os
 import struct
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from binlogd.protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg
@@ -132,6 +133,8 @@ class DumpStats:
     heartbeats: int = 0
     end_reason: str = ""
     close_reason: str = ""  # the ledger's close reason: eof, client_gone, killed, error, shutdown
+    started_at: float = field(default_factory=time.monotonic)
+    last_event_at: float | None = None  # monotonic time of the last write other than a heartbeat (metrics)
 
 
 class DumpStream:
@@ -381,6 +384,7 @@ class DumpStream:
         server hold is one slice plus the transport's high-water mark, not a whole framed block copied again.
         Through --faults the data goes whole (the fault writer cuts and counts packets per write)."""
         self.stats.bytes_sent += len(data)
+        self.stats.last_event_at = time.monotonic()  # per write, not per event (a heartbeat's is undone in _wait)
         w = self.writer
         if len(data) <= WRITE_SLICE or self.fault is not None:
             w.write(data)
@@ -651,7 +655,9 @@ class DumpStream:
             if period is not None and self.store.is_active(name):
                 self._put_event(heartbeat(self.server_id, name, self.pos, self.alg == BINLOG_CHECKSUM_ALG_CRC32))
                 self.stats.heartbeats += 1
+                last = self.stats.last_event_at
                 await self._flush()
+                self.stats.last_event_at = last
 
     async def _maybe_sync_position(self) -> None:
         """binlogd extension: when the last events before the end were withheld, a fake GTID_LIST with

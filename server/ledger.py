@@ -304,6 +304,11 @@ class Ledger:
             self._cond.notify()
 
     @property
+    def pending(self) -> int:
+        """Records queued and not yet written (metrics: the queue depth)."""
+        return self._pending
+
+    @property
     def full(self) -> bool:
         return self._pending > self.queue_limit
 

@@ -55,6 +55,7 @@ class Primary:
         self._gtid_domain_id = gtid_domain_id
         self.slaves: dict[int, SlaveHost] = {}
         self.dumps: dict[int, DumpStream] = {}
+        self.streams: set[DumpStream] = set()  # every running dump, server_id 0 too (metrics read them)
         self.hostname = socket.gethostname()
         self.started = time.monotonic()
         self.connections: Callable[[], int] = lambda: 0  # set by the network server
@@ -90,6 +91,7 @@ class Primary:
 
     def start_dump(self, dump: DumpStream, replica_server_id: int) -> None:
         """Kill an older dump of the same server_id (MariaDB kill_zombie_dump_threads)."""
+        self.streams.add(dump)
         if replica_server_id == 0:
             return
         old = self.dumps.get(replica_server_id)
@@ -98,6 +100,7 @@ class Primary:
         self.dumps[replica_server_id] = dump
 
     def end_dump(self, dump: DumpStream, replica_server_id: int) -> None:
+        self.streams.discard(dump)
         if self.dumps.get(replica_server_id) is dump:
             del self.dumps[replica_server_id]
 

@@ -43,13 +43,14 @@ def check_writable_dir(directory: Path, what: str) -> None:
         raise StartupError(f"{what} {directory} is not writable")
 
 
-def listen(host: str, port: int) -> list[socket.socket]:
+def listen(host: str, port: int, option: str = "--port") -> list[socket.socket]:
     """Bound, listening, non-blocking sockets for every address `host` resolves to (as asyncio.start_server
     would bind them), or a StartupError saying why not. Accepting starts later (`BinlogdServer.serve_sockets`)."""
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as e:
-        raise StartupError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+        raise StartupError(f"{'' if option == '--port' else option + ': '}cannot listen on {host}:{port}: "
+                           f"{e.strerror}") from None
     socks: list[socket.socket] = []
     try:
         for family, type_, proto, _, addr in dict.fromkeys(infos):
@@ -65,9 +66,10 @@ def listen(host: str, port: int) -> list[socket.socket]:
         for s in socks:
             s.close()
         why = e.strerror or str(e)
-        hint = " (another server holds the port: stop it or choose another --port)" if e.errno == errno.EADDRINUSE \
-            else ""
-        raise StartupError(f"cannot listen on {host}:{port}: {why}{hint}") from None
+        hint = f" (another server holds the port: stop it or choose another {option})" \
+            if e.errno == errno.EADDRINUSE else ""
+        what = "" if option == "--port" else f"{option}: "
+        raise StartupError(f"{what}cannot listen on {host}:{port}: {why}{hint}") from None
     return socks
 
 

@@ -105,6 +105,7 @@ class BinlogFiles:
         self.clock = clock
         self.state = BinlogState()
         self.seq_no = 0  # last seq_no written in our domain
+        self.groups_committed = 0  # event groups committed since start (metrics: binlogd_binlog_commits_total)
         self._first_of_run = True
         # the schema as of the last committed group (schema.py): snapshotted beside the binlog at each new file
         self.schema = Catalogue()
@@ -199,6 +200,7 @@ class BinlogFiles:
                 log.exception("cannot drop the uncommitted bytes after a failed write")
             raise
         self.state.update(StateGtid(self.domain_id, self.server_id, self.seq_no))
+        self.groups_committed += len(groups)  # MariaDB Binlog_commits (metrics)
         changes = [g.schema_change for g in groups if g.schema_change is not None]
         if changes:
             replay(self.schema, changes)
