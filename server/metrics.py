@@ -139,6 +139,8 @@ class BinlogdCollector(Collector):
                                          labels=REPLICA_LABELS),
             "dummies": CounterMetricFamily("binlogd_replica_dummies", "Events replaced by same-length dummies",
                                            labels=REPLICA_LABELS),
+            "begins": CounterMetricFamily("binlogd_replica_begins", "GTID events rewritten into same-length BEGIN "
+                                          "queries (replicas below capability 4)", labels=REPLICA_LABELS),
             "heartbeats": CounterMetricFamily("binlogd_replica_heartbeats", "Heartbeat events sent",
                                               labels=REPLICA_LABELS),
             "behind": GaugeMetricFamily("binlogd_replica_behind_bytes", "Binlog bytes between the dump's read "
@@ -154,6 +156,7 @@ class BinlogdCollector(Collector):
             fams["bytes"].add_metric(lv, st.bytes_sent)
             fams["holes"].add_metric(lv, st.holes)
             fams["dummies"].add_metric(lv, st.dummies)
+            fams["begins"].add_metric(lv, st.begins)
             fams["heartbeats"].add_metric(lv, st.heartbeats)
             fams["behind"].add_metric(lv, bytes_behind(d, ends, names))
             fams["age"].add_metric(lv, now - (st.last_event_at if st.last_event_at is not None else st.started_at))
