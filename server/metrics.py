@@ -50,7 +50,7 @@ class ServerState:
     connections_total: Callable[[], int]  # connections accepted since start (MariaDB `Connections`)
     ledger: Ledger | None = None
     writer: BinlogWriter | None = None  # standalone and relay: the binlog writer (commits, fsyncs)
-    transactions: Callable[[], int] | None = None  # event groups committed (MariaDB `Binlog_commits`)
+    transactions: Callable[[], int] | None = None  # standalone: event groups committed (MariaDB `Binlog_commits`)
     relay: RelayStatus | None = None
 
 
@@ -182,6 +182,9 @@ class BinlogdCollector(Collector):
                                 "stored and published", value=r.stored_pos)
         yield CounterMetricFamily("binlogd_relay_events_stored", "Upstream events stored (Executed_log_entries)",
                                   value=r.events_stored)
+        yield CounterMetricFamily("binlogd_relay_groups_stored", "Upstream event groups stored: transactions and "
+                                  "each event outside one (binlogd's Slave_Transactional_Groups)",
+                                  value=r.groups_stored)
         yield CounterMetricFamily("binlogd_relay_heartbeats", "Heartbeats received from the upstream "
                                   "(Slave_received_heartbeats)", value=r.heartbeats)
         yield CounterMetricFamily("binlogd_relay_reconnects", "Reconnections to the upstream", value=r.reconnects)
@@ -200,7 +203,6 @@ def metrics_state(primary: Primary, server: _Counted, ledger: Ledger | None, rel
     if relay is not None:
         status = relay.status
         state.mode, state.writer, state.relay = "relay", relay.storage.w, status
-        state.transactions = lambda: status.groups_stored
     elif standalone is not None:
         files = standalone.files
         state.mode, state.writer = "standalone", standalone.writer

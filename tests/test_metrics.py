@@ -19,36 +19,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from binlogd.testing.mariadb import HOST, free_port, wait_until
 from tests.dumpclient import DumpCapture, raw_dump
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def scrape(port: int) -> Samples:
-    """Every sample of http://HOST:port/metrics by (name, sorted labels)."""
-    with urllib.request.urlopen(f"http://{HOST}:{port}/metrics", timeout=10) as r:
-        assert r.status == 200
-        assert r.headers["Content-Type"].startswith("text/plain; version=")
-        text = r.read().decode()
-    out: Samples = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    key = (name, tuple(sorted(labels.items())))
-    assert key in samples, f"{name}{labels} not scraped; have {sorted({n for n, _ in samples})}"
-    return samples[key]
-
-
-def replica_series(samples: Samples, name: str) -> dict[str, float]:
-    """peer -> value of a per-replica metric."""
-    return {dict(lv)["peer"]: v for (n, lv), v in samples.items() if n == name}
+from tests.metrics_scrape import replica_series, scrape, value
 
 
 def dump_cmd(server_id: int, file: str, pos: int = 4, flags: int = 0) -> bytes:
