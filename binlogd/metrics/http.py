@@ -26,6 +26,7 @@ log = logging.getLogger("binlogd.metrics")
 MAX_HEAD = 8192  # request line + headers
 HEAD_TIMEOUT = 5.0
 MAX_CLIENTS = 16
+LINGER = 10.0  # most seconds spent sending an answer and reading what the client sends after its head
 PATH = "/metrics"
 _REQUEST_LINE = re.compile(rb"([A-Z]{1,16}) (/[\x21-\x7e]*|\*) HTTP/1\.[01]\r?\n")
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
@@ -120,13 +121,13 @@ class MetricsServer:
         try:
             if self._clients >= MAX_CLIENTS:
                 writer.write(response(503, b"too many concurrent scrapes\n"))
-                return
-            self._clients += 1
-            try:
-                writer.write(await self._answer(reader))
-            finally:
-                self._clients -= 1
-            await asyncio.wait_for(writer.drain(), HEAD_TIMEOUT * 6)
+            else:
+                self._clients += 1
+                try:
+                    writer.write(await self._answer(reader))
+                finally:
+                    self._clients -= 1
+            await asyncio.wait_for(self._linger(reader, writer), LINGER)
         except (ConnectionError, OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
         except Exception:
@@ -135,6 +136,16 @@ class MetricsServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    @staticmethod
+    async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Send the answer, end our side, and read (and drop) what the client still sends, so that closing with
+        unread input does not reset the connection before the client has read the answer (bounded by LINGER)."""
+        await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+        while await reader.read(65536):
+            pass
 
     async def _answer(self, reader: asyncio.StreamReader) -> bytes:
         try:
