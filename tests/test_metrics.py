@@ -193,7 +193,14 @@ def test_standalone_commits_and_fsyncs(binlogd):
     file, pos = server.master_status()
     assert value(after, "binlogd_binlog_end_position") == pos
     assert value(after, "binlogd_binlog_file_number") == int(file.rsplit(".", 1)[1])
-    assert value(after, "binlogd_threads_connected") >= 0
+    wait_until(lambda: value(scrape(mport), "binlogd_threads_connected") == 0, 10, 0.05, "writers gone")
+    conns = [server.connect() for _ in range(3)]
+    try:
+        assert value(scrape(mport), "binlogd_threads_connected") == 3
+    finally:
+        for c in conns:
+            c.close()
+    wait_until(lambda: value(scrape(mport), "binlogd_threads_connected") == 0, 10, 0.05, "connections closed")
 
 
 def test_no_fsyncs_without_sync_binlog(binlogd):
