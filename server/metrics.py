@@ -103,13 +103,13 @@ class BinlogdCollector(Collector):
                                       value=s.ledger.records_written)
         if s.writer is not None:
             yield CounterMetricFamily("binlogd_binlog_group_commits", "Binlog commits made durable and visible to "
-                                      "dumps, each one or more event groups (MariaDB Binlog_group_commits)",
-                                      value=s.writer.group_commits)
+                                      "dumps, each of one or more event groups (MariaDB Binlog_group_commits, DDL "
+                                      "included)", value=s.writer.group_commits)
             yield CounterMetricFamily("binlogd_binlog_fsyncs", "fdatasync calls at binlog commits "
                                       "(--sync-binlog)", value=s.writer.fsyncs)
         if s.transactions is not None:
-            yield CounterMetricFamily("binlogd_binlog_commits", "Event groups (transactions) written to the binlog "
-                                      "(MariaDB Binlog_commits)", value=s.transactions())
+            yield CounterMetricFamily("binlogd_binlog_commits", "Event groups written to the binlog (MariaDB "
+                                      "Binlog_commits, DDL included)", value=s.transactions())
 
     def _binlog(self, names: list[str], ends: dict[str, int]) -> Iterator[Metric]:
         yield GaugeMetricFamily("binlogd_binlog_files", "Binlog files in the index", value=len(names))

@@ -273,3 +273,37 @@ def test_metrics_address_needs_metrics_port(tmp_path: Path):
     assert p.returncode == 2
     assert p.stderr.splitlines()[-1] == ("binlogd: --metrics-address without --metrics-port: there is no metrics "
                                          "port to bind")
+
+
+COMMIT_WORKLOAD = ("CREATE DATABASE c; CREATE TABLE c.t (id INT PRIMARY KEY) ENGINE=InnoDB; "
+                   "INSERT INTO c.t VALUES (1); "
+                   "BEGIN; INSERT INTO c.t VALUES (2); INSERT INTO c.t VALUES (3); COMMIT; "
+                   "BEGIN; INSERT INTO c.t VALUES (4); ROLLBACK; SET skip_replication=1; INSERT INTO c.t VALUES (5); "
+                   "SET skip_replication=0; SET sql_log_bin=0; INSERT INTO c.t VALUES (6); SET sql_log_bin=1; "
+                   "DROP TABLE c.t")
+
+
+def test_commit_counters_against_mariadb(mariadb, binlogd):
+    """binlogd_binlog_commits_total / _group_commits_total move as a real MariaDB 10.11's Binlog_commits /
+    Binlog_group_commits do for the same statements from one client (autocommit, a transaction, a rollback, a
+    flagged and an unlogged statement), plus one for each DDL statement, which binlogd commits like any group and
+    MariaDB writes outside group commit (not counted there)."""
+    real = mariadb.primary("p", 1)
+
+    def status() -> tuple[int, int]:
+        rows = dict(real.query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Binlog_commits', 'Binlog_group_commits')"))
+        return int(rows["Binlog_commits"]), int(rows["Binlog_group_commits"])
+
+    before = status()
+    real.execute(COMMIT_WORKLOAD)
+    after = status()
+    mport = free_port()
+    server = binlogd.standalone(["--metrics-port", str(mport)])
+    s0 = scrape(mport)
+    server.execute(COMMIT_WORKLOAD)
+    s1 = scrape(mport)
+    ours = tuple(int(value(s1, n) - value(s0, n)) for n in ("binlogd_binlog_commits_total",
+                                                           "binlogd_binlog_group_commits_total"))
+    ddl = 3  # CREATE DATABASE, CREATE TABLE, DROP TABLE
+    assert after[0] - before[0] == 3  # the autocommit INSERT, the transaction, the flagged INSERT
+    assert ours == (after[0] - before[0] + ddl, after[1] - before[1] + ddl)
