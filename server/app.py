@@ -24,6 +24,7 @@ from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
+from .semisync_master import SemiSyncMaster
 from .startup import DirLock, check_writable_dir, is_within, listen
 from .store import BinlogStore, DirectoryWatcher
 from .tls import TlsFiles, server_context
@@ -56,6 +57,9 @@ class ServeConfig:
     binlog_row_metadata: str = "NO_LOG"  # @@binlog_row_metadata reported (directory and relay modes)
     tls: TlsFiles | None = None  # --ssl-cert/--ssl-key/--ssl-ca: CLIENT_SSL offered (server/tls.py)
     require_secure_transport: bool = False  # clear-text logins refused with 1045, as MariaDB does
+    # semi-sync (server/semisync_master.py): standalone commits wait for a replica's ack, up to the timeout (ms)
+    rpl_semi_sync_master_enabled: bool = False
+    rpl_semi_sync_master_timeout: int = 10000
 
 
 class BinlogdServer(MysqlServer):
@@ -253,6 +257,10 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
         primary.ledger = ledger
     if relay is not None:
         primary.slave_status, primary.slave_control = relay.status.row, relay.control
+        primary.semi_sync_slave = relay.semi
+    primary.semi_sync = SemiSyncMaster(cfg.rpl_semi_sync_master_enabled, cfg.rpl_semi_sync_master_timeout)
+    if standalone is not None and cfg.rpl_semi_sync_master_enabled:
+        standalone.enable_semi_sync(primary.semi_sync)
     faults = FaultFile(cfg.faults_file) if cfg.faults_file is not None else None
     if faults is not None:
         log.warning("fault injection on (--faults %s): a testing tool, dump streams may be broken on purpose",
