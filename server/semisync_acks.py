@@ -12,14 +12,14 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from binlogd.protocol.semisync import FN_REFLEN, SemiSyncError, parse_ack
+from binlogd.protocol.semisync import SemiSyncError, parse_ack
 
 if TYPE_CHECKING:
     from .dump import DumpStream
 
 log = logging.getLogger("binlogd.semisync")
 
-MAX_ACK = 1 + 8 + FN_REFLEN  # the longest packet read whole
+MAX_ACK = 4096  # the longest packet read whole (an ack is at most 1 + 8 + FN_REFLEN - 1 bytes)
 _SKIP = 64 << 10
 
 
