@@ -342,7 +342,7 @@ class ReplicationConnection(StrictConnection):
                           semi=self.primary.semi_sync)
         self.primary.start_dump(dump, cmd.server_id)
         if dump.semi is not None:
-            dump.semi.add_client((cmd.file, cmd.pos))
+            dump.semi.add_client()
         dump_task = asyncio.create_task(dump.run(), name=f"dump-{self.connection_id}")
         watch = self._watch_peer() if dump.semi is None else watch_acks(self.stream.reader, dump, cmd.server_id, label)
         watch_task = asyncio.create_task(watch, name=f"watch-{self.connection_id}")

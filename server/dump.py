@@ -478,6 +478,8 @@ class DumpStream:
     async def _serve(self) -> None:
         name, pos = await asyncio.to_thread(self._resolve_start)  # reads index, file heads, GTID state
         self._ledger_conn_record(name, pos)
+        if self.semi is not None and self.p.connect_state is None:
+            self.semi.dump_start(name, pos)  # a checked file/pos start (a GTID start's replica acks later)
         if self.fault is not None:
             self.fault.armed()
         first = True

@@ -89,11 +89,14 @@ class SemiSyncMaster:
             self.c.net_waits += 1
         return hit
 
-    def add_client(self, start: Pos | None) -> None:
-        """A semi-sync replica started a dump at `start` (dump_start: its start counts as an ack)."""
+    def add_client(self) -> None:
+        """A semi-sync replica's dump began (Rpl_semi_sync_master_clients)."""
         self.clients += 1
-        if start is not None and start[0]:
-            self._report(start)
+
+    def dump_start(self, file: str, pos: int) -> None:
+        """A semi-sync dump starts at (file, pos), checked against the binlog: the replica has everything before
+        it, so it counts as an ack (MariaDB's dump_start, after init_binlog_sender checked the position)."""
+        self._report((file, pos))
 
     def remove_client(self) -> None:
         self.clients -= 1

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.harness import MariaDB
 
 TIMEOUT_MS = 2000
@@ -39,12 +41,18 @@ def test_semisync_names_match_mariadb(mariadb, binlogd, harness_dir: Path) -> No
         assert got == [tuple(map(str, r)) for r in real.query(sql)], sql  # both idle: same values too
 
 
-def test_commits_wait_for_a_real_replicas_ack_then_time_out_to_async(mariadb, binlogd, harness_dir: Path) -> None:
+@pytest.mark.parametrize("use_gtid", ["slave_pos", "no"])
+def test_commits_wait_for_a_real_replicas_ack_then_time_out_to_async(mariadb, binlogd, harness_dir: Path,
+                                                                     use_gtid: str) -> None:
+    """GTID replica: back ON when it acks a catch-up event; file/pos replica: when its dump starts at the end."""
     ours = binlogd(["--datadir", str(harness_dir / "data"), "--no-ledger", "--server-id", "1",
                     "--rpl-semi-sync-master-enabled", "--rpl-semi-sync-master-timeout", str(TIMEOUT_MS)])
     assert _status(ours)["Rpl_semi_sync_master_status"] == "ON"
     replica: MariaDB = mariadb("semi", 2, "--rpl-semi-sync-slave-enabled=ON")
-    replica.change_master(ours.host, ours.port, use_gtid="slave_pos")
+    if use_gtid == "no":
+        replica.change_master(ours.host, ours.port, use_gtid="no", log_file="mysql-bin.000001", log_pos=4)
+    else:
+        replica.change_master(ours.host, ours.port, use_gtid="slave_pos")
     replica.start_slave()
     replica.wait_until(lambda: _status(ours)["Rpl_semi_sync_master_clients"] == "1", timeout=30,
                        message="the replica's dump is semi-sync")
