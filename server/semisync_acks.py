@@ -30,7 +30,7 @@ async def watch_acks(reader: asyncio.StreamReader, dump: DumpStream, server_id: 
     while True:
         try:
             head = await reader.readexactly(4)
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, OSError):
             return
         length = int.from_bytes(head[:3], "little")
         if length > MAX_ACK:
@@ -42,12 +42,12 @@ async def watch_acks(reader: asyncio.StreamReader, dump: DumpStream, server_id: 
                     if not chunk:
                         return
                     left -= len(chunk)
-            except ConnectionError:
+            except OSError:
                 return
             continue
         try:
             payload = await reader.readexactly(length)
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, OSError):
             return
         try:
             ack = parse_ack(payload)
