@@ -443,8 +443,12 @@ class ReplicationClient:
 
     async def runs(self) -> AsyncIterator[bytes]:
         """`runs_with_acks()` without the ack requests (for consumers that do not acknowledge)."""
-        async for run, _ in self.runs_with_acks():
-            yield run
+        gen = self.runs_with_acks()
+        try:
+            async for run, _ in gen:
+                yield run
+        finally:
+            await gen.aclose()  # closes the session now, also when the consumer stops early
 
     def send_ack(self, file: str, pos: int) -> None:
         """Acknowledge (file, pos) to a semi-sync primary (slave_reply: sequence id 0, after `net_clear`)."""
