@@ -7,8 +7,9 @@ heartbeats, file/pos from the stored end) and reports like one in SHOW SLAVE STA
 store, a full disk) stops it (`No`) with Last_IO_Errno/Last_IO_Error set, until START SLAVE.
 
 Received events go through a bounded queue (back-pressure on the upstream socket) to the writer thread in
-runs (`ReplicationClient.runs()`: the whole events of one socket read, back to back): one queue item per socket
-read and one thread hop per batch of runs, no object per event.
+runs (`ReplicationClient.runs_with_acks()`: the whole events of one socket read, back to back): one queue item per
+socket read and one thread hop per batch of runs, no object per event. With semi-sync (--rpl-semi-sync-slave-enabled)
+a run ends with each event the upstream wants acknowledged, and the ack is sent once the writer thread stored it.
 """
 
 from __future__ import annotations
