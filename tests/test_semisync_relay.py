@@ -66,6 +66,26 @@ def test_binlogd_acks_a_real_semi_sync_primary(mariadb, binlogd, harness_dir: Pa
         cur.execute("SHOW STATUS LIKE 'Rpl_semi_sync_master_clients'")
         assert cur.fetchall() == (("Rpl_semi_sync_master_clients", "1"),)
 
+    # STOP SLAVE / START SLAVE on binlogd: semi-sync OFF while stopped, asked for again on the new connection
+    def slave_status_var() -> str:
+        with relay.connect() as c, c.cursor() as cur:
+            cur.execute("SHOW STATUS LIKE 'Rpl_semi_sync_slave_status'")
+            return str(cur.fetchall()[0][1])
+
+    with relay.connect() as c, c.cursor() as cur:
+        cur.execute("STOP SLAVE")
+    assert slave_status_var() == "OFF"
+    upstream.wait_until(lambda: _st(upstream)["Rpl_semi_sync_master_clients"] == "0", timeout=30,
+                        message="binlogd's dump ended")
+    with relay.connect() as c, c.cursor() as cur:
+        cur.execute("START SLAVE")
+    upstream.wait_until(lambda: _st(upstream)["Rpl_semi_sync_master_clients"] == "1", timeout=30,
+                        message="binlogd is back as a semi-sync replica")
+    assert slave_status_var() == "ON"
+    yes = int(_st(upstream)["Rpl_semi_sync_master_yes_tx"])
+    assert _timed(upstream, "INSERT INTO s.t VALUES (50, 'after restart')") < 5
+    assert int(_st(upstream)["Rpl_semi_sync_master_yes_tx"]) == yes + 1
+
     # binlogd dies: the primary's next commit waits for the timeout, then the primary is asynchronous
     upstream.query("SET GLOBAL rpl_semi_sync_master_timeout=2000")
     relay.kill9()

@@ -281,6 +281,7 @@ class UpstreamRelay:
                 if isinstance(end, BaseException):
                     raise end
         finally:
+            self.semi.status = False  # until the next dump agrees again (MariaDB: slave_stop)
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pump
