@@ -24,7 +24,7 @@ from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
-from .semisync_master import SemiSyncMaster
+from .semisync import SemiSyncMaster
 from .startup import DirLock, check_writable_dir, is_within, listen
 from .store import BinlogStore, DirectoryWatcher
 from .tls import TlsFiles, server_context
@@ -57,7 +57,7 @@ class ServeConfig:
     binlog_row_metadata: str = "NO_LOG"  # @@binlog_row_metadata reported (directory and relay modes)
     tls: TlsFiles | None = None  # --ssl-cert/--ssl-key/--ssl-ca: CLIENT_SSL offered (server/tls.py)
     require_secure_transport: bool = False  # clear-text logins refused with 1045, as MariaDB does
-    # semi-sync (server/semisync_master.py): standalone commits wait for a replica's ack, up to the timeout (ms)
+    # semi-sync (server/semisync.py): standalone commits wait for a replica's ack, up to the timeout (ms)
     rpl_semi_sync_master_enabled: bool = False
     rpl_semi_sync_master_timeout: int = 10000
 

@@ -54,7 +54,7 @@ from binlogd.protocol.semisync import event_prefix
 from .fault_writer import FaultStop, FaultWriter
 from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
 from .ledger import NULL, EvRecord, Ledger, jstr
-from .semisync_master import SemiSyncMaster
+from .semisync import SemiSyncMaster
 from .store import BLOCK, BinlogStore, FramedChunk, StoreError
 
 log = logging.getLogger("binlogd.dump")

@@ -8,7 +8,7 @@ where binlogd's own state is the truth: those defaults are callables on the `Ser
 
 Variables binlogd does not implement are deliberately absent, so they answer 1193 "Unknown system variable"
 instead of a made-up value. The `rpl_semi_sync_*` variables and `Rpl_semi_sync_*` status variables are present
-because binlogd speaks semi-sync (server/semisync_master.py): a 10.11 replica with rpl_semi_sync_slave_enabled
+because binlogd speaks semi-sync (server/semisync.py): a 10.11 replica with rpl_semi_sync_slave_enabled
 finds `rpl_semi_sync_master_enabled` (SHOW VARIABLES) and asks for the semi-sync header, as from a MariaDB
 primary; they are read-only here (set with the command-line options of the same names).
 
@@ -223,7 +223,7 @@ _V: list[SysVar] = [
     SysVar("rand_seed1", Scope.SESSION_ONLY, Kind.INT, 0, min=0, max=_U32),
     SysVar("rand_seed2", Scope.SESSION_ONLY, Kind.INT, 0, min=0, max=_U32),
     SysVar("read_only", Scope.GLOBAL, Kind.BOOL, _opt("read_only", 0)),
-    # semi-sync (server/semisync_master.py): MariaDB 10.11's names and defaults; read-only (command-line options)
+    # semi-sync (server/semisync.py): MariaDB 10.11's names and defaults; read-only (command-line options)
     SysVar("rpl_semi_sync_master_enabled", Scope.GLOBAL, Kind.BOOL, _semi("semi_sync", "enabled", 0),
            read_only=True),
     SysVar("rpl_semi_sync_master_timeout", Scope.GLOBAL, Kind.INT, _semi("semi_sync", "timeout_ms", 10000),

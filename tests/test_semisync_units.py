@@ -1,4 +1,4 @@
-"""Semi-sync without servers: the wire codec (protocol/semisync.py) and the primary's rules (server/semisync_master.py):
+"""Semi-sync without servers: the wire codec (protocol/semisync.py) and the primary's rules (server/semisync.py):
 which events ask for an ack, what an ack releases, the timeout switching to asynchronous and the catch-up back ON."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from binlogd.protocol.semisync import (
     parse_ack,
     split_event_packet,
 )
-from binlogd.server.semisync_master import SemiSyncMaster
+from binlogd.server.semisync import SemiSyncMaster
 
 F = "mysql-bin.000001"
 

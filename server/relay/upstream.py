@@ -26,7 +26,7 @@ from binlogd.protocol.connection import CR_MALFORMED_PACKET, ClientConfig, Repli
 from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE
 from binlogd.protocol.tls_options import TlsOptions
 from binlogd.server.passwords import mask_url_password
-from binlogd.server.semisync_master import SemiSyncSlave
+from binlogd.server.semisync import SemiSyncSlave
 
 from .status import (
     ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,

@@ -30,7 +30,7 @@ from mysql_mimic.charset import Collation
 
 from .. import sysvars as SV
 from ..binlog_writer import BinlogWriteError, BinlogWriter
-from ..semisync_master import SemiSyncMaster
+from ..semisync import SemiSyncMaster
 from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
 from ..store import BinlogStore
 from .classify import Kind, Statement, classify

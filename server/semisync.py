@@ -1,4 +1,5 @@
-"""binlogd as a semi-synchronous primary: who waits for which ack, and MariaDB's Rpl_semi_sync_master_* counters.
+"""Semi-sync state: binlogd as a primary (who waits for which ack, MariaDB's Rpl_semi_sync_master_* counters) and
+as the relay's replica side (Rpl_semi_sync_slave_*). The wire format is protocol/semisync.py.
 
 The rules are MariaDB 10.11's Repl_semi_sync_master (sql/semisync_master.cc), with binlog positions as
 (file, pos) tuples (compared as MariaDB compares them: file name, then position):
