@@ -47,6 +47,7 @@ from .constants import (
 )
 from .handshake import CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION, CLIENT_SSL
 from .packets import PacketError, PacketReader, frame, parse_err
+from .semisync import MASTER_ENABLED_VAR, USER_VAR, SemiSyncError, ack_packet, split_event_packet
 from .tls_options import TlsOptions
 
 CLIENT_LONG_PASSWORD = 1
@@ -113,6 +114,7 @@ class ClientConfig:
     connect_timeout: float = 10.0  # TCP connect, handshake, and each command-phase reply
     read_timeout: float | None = None  # per dump read; None = 2 * heartbeat_s, or no timeout without heartbeats
     tls: TlsOptions | None = None  # None: clear text (protocol/tls_options.py: the URL options)
+    semi_sync: bool = False  # rpl_semi_sync_slave_enabled: ask for semi-sync when the primary offers it
 
     def dump_read_timeout(self) -> float | None:
         if self.read_timeout is not None:
@@ -199,6 +201,8 @@ class ReplicationClient:
         self._alg = BINLOG_CHECKSUM_ALG_OFF  # the checksum algorithm of the events being received
         self._parts: list[bytes] = []  # the parts so far of a dump packet split at 16 MiB
         self._parts_size = 0
+        self.semi_sync = False  # the primary agreed: event packets carry the semi-sync header (protocol/semisync.py)
+        self._ack_cut = False  # _split stopped after an event that asks for an ack
 
     # ---- connection -------------------------------------------------------------------------------
 
@@ -408,6 +412,10 @@ class ReplicationClient:
             await self._set(f"SET @slave_connect_state={_sql_str(cfg.gtid)}")
             await self._set(f"SET @slave_gtid_strict_mode={int(cfg.gtid_strict)}")
             await self._set("SET @slave_gtid_ignore_duplicates=0")
+        # Repl_semi_sync_slave::request_transmit: only a primary that has the variable is asked
+        if cfg.semi_sync and await self.query(f"SHOW VARIABLES LIKE '{MASTER_ENABLED_VAR}'"):
+            await self._set(f"SET @{USER_VAR}= 1")
+            self.semi_sync = True
         self._send(build_register_slave(cfg.server_id, port=cfg.report_port))
         reply = await self._command_reply()
         if reply[:1] == b"\xff":
@@ -434,6 +442,21 @@ class ReplicationClient:
             yield split_run(run)
 
     async def runs(self) -> AsyncIterator[bytes]:
+        """`runs_with_acks()` without the ack requests (for consumers that do not acknowledge)."""
+        gen = self.runs_with_acks()
+        try:
+            async for run, _ in gen:
+                yield run
+        finally:
+            await gen.aclose()  # closes the session now, also when the consumer stops early
+
+    def send_ack(self, file: str, pos: int) -> None:
+        """Acknowledge (file, pos) to a semi-sync primary (slave_reply: sequence id 0, after `net_clear`)."""
+        out = bytearray()
+        frame(ack_packet(file, pos), 0, out)
+        self._writer.write(out)
+
+    async def runs_with_acks(self) -> AsyncIterator[tuple[bytes, bool]]:
         """The dump as runs of whole events back to back, one run per socket read (never empty): every event
         checked as `events()` says, and its header's event_length equal to its packet's, so a consumer can walk
         a run by the header lengths. The relay stores runs as they are: one copy per read, no object per event."""
@@ -462,8 +485,13 @@ class ReplicationClient:
                     data = b"".join(pending)
                     pending.clear()
                 run, used, stop = self._split(data)
+                while self._ack_cut:  # a run ends with each event that asks for an ack: acked once stored
+                    self._ack_cut = False
+                    yield run, True
+                    data = data[used:]
+                    run, used, stop = self._split(data)
                 if run:  # what came before an error is valid: deliver it first
-                    yield run
+                    yield run, False
                 if stop is True:  # EOF of a non-blocking dump
                     return
                 if stop is not None:
@@ -488,7 +516,8 @@ class ReplicationClient:
         seq = self._packets.expected_seq
         parts = self._parts
         crc = self._alg == BINLOG_CHECKSUM_ALG_CRC32
-        min_len = 1 + HEADER_LEN + (CRC_LEN if crc else 0)
+        h = 3 if self.semi_sync else 1  # 0x00 (and the semi-sync magic and flag) before each event
+        min_len = h + HEADER_LEN + (CRC_LEN if crc else 0)
         out: list[bytes | memoryview] = []
         stop: ReplicationError | bool | None = None
         try:
@@ -503,10 +532,11 @@ class ReplicationClient:
                 if q > n:
                     break
                 seq = (seq + 1) & 0xFF
-                s = p + 5
+                s = p + 4 + h
                 if (not parts and length >= min_len and length < MAX_PACKET_PAYLOAD and not data[p + 4]
+                        and (h == 1 or (data[p + 5] == 0xEF and not data[p + 6]))
                         and data[s + 4] != FORMAT_DESCRIPTION_EVENT
-                        and _U32.unpack_from(data, s + 9)[0] == length - 1
+                        and _U32.unpack_from(data, s + 9)[0] == length - h
                         and (not crc or zlib.crc32(mv[s:q]) == _CRC32_RESIDUE)):
                     out.append(mv[s:q])
                     p = q
@@ -530,13 +560,24 @@ class ReplicationClient:
                 if _is_eof(payload):
                     stop = True
                     break
+                ack = False
                 try:
+                    if self.semi_sync:
+                        ack, ev = split_event_packet(payload)
+                        payload = b"\0" + ev
                     out.append(self._checked_event(payload))
+                except SemiSyncError as e:
+                    stop = ReplicationError(CR_MALFORMED_PACKET, str(e))
+                    break
                 except ReplicationError as e:
                     stop = e
                     break
+                if ack:  # the primary restarts its sequence after it (flush_net); the run ends here
+                    seq = 1
+                    self._ack_cut = True
+                    break
                 crc = self._alg == BINLOG_CHECKSUM_ALG_CRC32
-                min_len = 1 + HEADER_LEN + (CRC_LEN if crc else 0)
+                min_len = h + HEADER_LEN + (CRC_LEN if crc else 0)
         finally:
             self._packets.expected_seq = seq
         return b"".join(out), p, stop

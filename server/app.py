@@ -25,6 +25,7 @@ from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .metrics import metrics_state, start_metrics
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
+from .semisync import SemiSyncMaster
 from .startup import DirLock, check_writable_dir, is_within, listen
 from .store import BinlogStore, DirectoryWatcher
 from .tls import TlsFiles, server_context
@@ -59,6 +60,9 @@ class ServeConfig:
     require_secure_transport: bool = False  # clear-text logins refused with 1045, as MariaDB does
     metrics_port: int | None = None  # --metrics-port: Prometheus text on http://ADDR:PORT/metrics (server/metrics.py)
     metrics_address: str = "127.0.0.1"
+    # semi-sync (server/semisync.py): standalone commits wait for a replica's ack, up to the timeout (ms)
+    rpl_semi_sync_master_enabled: bool = False
+    rpl_semi_sync_master_timeout: int = 10000
 
 
 class BinlogdServer(MysqlServer):
@@ -265,6 +269,10 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
         primary.ledger = ledger
     if relay is not None:
         primary.slave_status, primary.slave_control = relay.status.row, relay.control
+        primary.semi_sync_slave = relay.semi
+    primary.semi_sync = SemiSyncMaster(cfg.rpl_semi_sync_master_enabled, cfg.rpl_semi_sync_master_timeout)
+    if standalone is not None and cfg.rpl_semi_sync_master_enabled:
+        standalone.enable_semi_sync(primary.semi_sync)
     faults = FaultFile(cfg.faults_file) if cfg.faults_file is not None else None
     if faults is not None:
         log.warning("fault injection on (--faults %s): a testing tool, dump streams may be broken on purpose",

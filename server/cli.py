@@ -139,6 +139,27 @@ def _size(v: str) -> int:
     return n
 
 
+def _on_off(v: str) -> bool:
+    """A MariaDB boolean option value: ON/OFF, 1/0, TRUE/FALSE (any case)."""
+    u = v.upper()
+    if u in ("ON", "1", "TRUE"):
+        return True
+    if u in ("OFF", "0", "FALSE"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected ON or OFF, not {v!r}")
+
+
+def _ms(v: str) -> int:
+    """Milliseconds, 0 to 4294967295 (rpl_semi_sync_master_timeout's range)."""
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected milliseconds, not {v!r}") from None
+    if not 0 <= n <= 4294967295:
+        raise argparse.ArgumentTypeError(f"{n} is out of range 0..4294967295")
+    return n
+
+
 def _basename(v: str) -> str:
     """The writer's basename rule, checked before anything is written."""
     problem = basename_problem(v)
@@ -287,6 +308,18 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                    "that binlogd's history is in its binlog) instead of the stored file/pos (default off); the "
                    "files stay byte-identical either way")
 
+    ss = s.add_argument_group(
+        "semi-synchronous replication (MariaDB's names; docs/semisync.md)",
+        "Replicas that SET rpl_semi_sync_slave_enabled=ON get the semi-sync header in every mode.")
+    ss.add_argument("--rpl-semi-sync-master-enabled", type=_on_off, nargs="?", const=True, default=None,
+                    metavar="ON|OFF", help="standalone mode: a commit's OK waits for one semi-sync replica's ack "
+                    "of its group (or the timeout; then asynchronous until a replica catches up) (default OFF)")
+    ss.add_argument("--rpl-semi-sync-master-timeout", type=_ms, default=None, metavar="MS",
+                    help="standalone mode: how long a commit waits for an ack (default 10000)")
+    ss.add_argument("--rpl-semi-sync-slave-enabled", type=_on_off, nargs="?", const=True, default=None,
+                    metavar="ON|OFF", help="relay mode: ask a semi-sync upstream for semi-sync and acknowledge "
+                    "each group it asks about once stored (fsynced with --sync-binlog=1) (default OFF)")
+
     dg = s.add_argument_group("directory mode (--binlog-dir)",
                               "Serve existing binlog files read-only; nothing is written there.")
     dg.add_argument("--binlog-dir", type=Path, metavar="DIR",
@@ -358,6 +391,13 @@ def _check_modes(args: argparse.Namespace) -> None:
             if getattr(args, opt) is not None:
                 raise UsageError(f"--{opt.replace('_', '-')} is for the standalone primary (it writes the binlog); "
                                  "--binlog-dir and --upstream serve files binlogd does not write")
+    if relay or directory:
+        for opt in ("rpl_semi_sync_master_enabled", "rpl_semi_sync_master_timeout"):
+            if getattr(args, opt) is not None:
+                raise UsageError(f"--{opt.replace('_', '-')} is for the standalone primary (its commits wait for "
+                                 "acks); in every mode semi-sync replicas get the semi-sync header")
+    if not relay and args.rpl_semi_sync_slave_enabled is not None:
+        raise UsageError("--rpl-semi-sync-slave-enabled is for relay mode (--upstream)")
     if not (relay or directory) and args.binlog_row_metadata is not None:
         raise UsageError("--binlog-row-metadata is for the modes that serve row events others wrote (--binlog-dir, "
                          "--upstream); the standalone primary logs statements")
@@ -423,7 +463,8 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
             host=u.host, port=u.port, user=u.user, password=_upstream_password(args), server_id=args.server_id,
             heartbeat_s=args.upstream_heartbeat or DEFAULT_UPSTREAM_HEARTBEAT,
             retry_max_s=args.upstream_retry_max or DEFAULT_UPSTREAM_RETRY_MAX,
-            use_gtid=bool(args.upstream_use_gtid), tls=args.upstream.tls)
+            use_gtid=bool(args.upstream_use_gtid), tls=args.upstream.tls,
+            semi_sync=bool(args.rpl_semi_sync_slave_enabled))
     standalone = upstream is None and args.binlog_dir is None
     return ServeConfig(
         binlog_dir=args.binlog_dir if args.binlog_dir is not None else (args.datadir or DEFAULT_DATADIR),
@@ -436,7 +477,10 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size or DEFAULT_LEDGER_MAX_SIZE,
         faults_file=args.faults, binlog_row_metadata=args.binlog_row_metadata or "NO_LOG",
         tls=_tls_files(args), require_secure_transport=args.require_secure_transport,
-        metrics_port=args.metrics_port, metrics_address=args.metrics_address or "127.0.0.1")
+        metrics_port=args.metrics_port, metrics_address=args.metrics_address or "127.0.0.1",
+        rpl_semi_sync_master_enabled=bool(args.rpl_semi_sync_master_enabled),
+        rpl_semi_sync_master_timeout=(10000 if args.rpl_semi_sync_master_timeout is None
+                                      else args.rpl_semi_sync_master_timeout))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from binlogd.protocol import semisync
 from binlogd.protocol.commands import CommandError, parse_binlog_dump, parse_binlog_dump_gtid, parse_register_slave
 from binlogd.protocol.constants import (
     COM_BINLOG_DUMP,
@@ -40,6 +41,7 @@ from .fault_writer import FaultWriter
 from .faults import FaultFile
 from .primary import Primary
 from .privileges import Priv, check_dump, check_register, check_show, check_write
+from .semisync_acks import watch_acks
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
 from .tls import tls_status
@@ -309,6 +311,7 @@ class ReplicationConnection(StrictConnection):
             gtid_ignore_duplicates=_truthy(uv.get("slave_gtid_ignore_duplicates")),
             compat=self.primary.compat,
             send_tables_info=_truthy(uv.get("binlogd_send_tables_info")),
+            semi_sync=_truthy(uv.get(semisync.USER_VAR)),
         )
 
     async def handle_binlog_dump(self, data: bytes) -> None:
@@ -335,10 +338,14 @@ class ReplicationConnection(StrictConnection):
         fault = await self._fault_writer(cmd.server_id, params, label) if self.faults is not None else None
         dump = DumpStream(self.primary.store, writer, self.primary.server_id, params,
                           seq=self.stream.seq.value, conn_label=label, ledger=ledger,
-                          ledger_info=self._ledger_info(), fault=fault)  # (metrics label dumps by it)
+                          ledger_info=self._ledger_info(), fault=fault,  # (metrics label dumps by it)
+                          semi=self.primary.semi_sync)
         self.primary.start_dump(dump, cmd.server_id)
+        if dump.semi is not None:
+            dump.semi.add_client()
         dump_task = asyncio.create_task(dump.run(), name=f"dump-{self.connection_id}")
-        watch_task = asyncio.create_task(self._watch_peer(), name=f"watch-{self.connection_id}")
+        watch = self._watch_peer() if dump.semi is None else watch_acks(self.stream.reader, dump, cmd.server_id, label)
+        watch_task = asyncio.create_task(watch, name=f"watch-{self.connection_id}")
         try:
             await asyncio.wait({dump_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -351,6 +358,8 @@ class ReplicationConnection(StrictConnection):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
             self.primary.end_dump(dump, cmd.server_id)
+            if dump.semi is not None:
+                dump.semi.remove_client()
             s = dump.stats
             log.info("%s dump ended (%s): %d events read, %d sent, %d holes, %d dummies, %d begins, %d bytes",
                      label, s.end_reason or "replica disconnected", s.events_read, s.events_sent, s.holes,

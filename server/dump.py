@@ -19,6 +19,7 @@ import logging
 import os
 import struct
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,10 +50,12 @@ from binlogd.protocol.rewrite import (
     fix_fde,
     heartbeat,
 )
+from binlogd.protocol.semisync import event_prefix
 
 from .fault_writer import FaultStop, FaultWriter
 from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
 from .ledger import NULL, EvRecord, Ledger, jstr
+from .semisync import SemiSyncMaster
 from .store import BLOCK, BinlogStore, FramedChunk, StoreError
 
 log = logging.getLogger("binlogd.dump")
@@ -70,6 +73,7 @@ _GTID_IDS = struct.Struct("<5xI10xQI")  # server_id, seq_no, domain_id of a GTID
 
 
 _RUNS = frozenset({"sent", "hole", "dummy", "begin"})  # record actions that coalesce into runs
+ACKS_ASKED = 4096  # semi-sync: ack requests remembered per dump (an ack for an older one is ignored)
 
 
 def _continues(a: EvRecord, b: EvRecord) -> bool:
@@ -105,6 +109,7 @@ class DumpParams:
     gtid_ignore_duplicates: bool = False
     compat: Compat = Compat.BINLOGD
     send_tables_info: bool = False  # @binlogd_send_tables_info: this client wants binlogd's Tables_info events
+    semi_sync: bool = False  # @rpl_semi_sync_slave: every event packet gets the semi-sync header
 
     @property
     def non_blocking(self) -> bool:
@@ -142,8 +147,12 @@ class DumpStream:
 
     def __init__(self, store: BinlogStore, writer: Writer, server_id: int, params: DumpParams, seq: int = 1,
                  conn_label: str = "", ledger: Ledger | None = None, ledger_info: dict[str, object] | None = None,
-                 fault: FaultWriter | None = None) -> None:
+                 fault: FaultWriter | None = None, semi: SemiSyncMaster | None = None) -> None:
         self.store = store
+        # a semi-sync replica's dump (params.semi_sync): headers on every event, ack requests asked of `semi`;
+        # its packets go through the general path (never the shared frame cache: they differ from other dumps')
+        self.semi = semi if params.semi_sync else None
+        self.asked: deque[tuple[str, int]] = deque(maxlen=ACKS_ASKED)  # ack requests sent, oldest first
         self.writer: Writer = writer
         self.fault = fault  # --faults (testing): this connection's stream goes through the fault's writer
         if fault is not None:
@@ -366,9 +375,33 @@ class DumpStream:
     def _put_packet(self, payload: bytes) -> None:
         self.seq = frame(payload, self.seq, self.out)
 
-    def _put_event(self, ev: bytes | bytearray | memoryview) -> None:
-        self.seq = frame(b"\0" + bytes(ev), self.seq, self.out)
+    def _put_event(self, ev: bytes | bytearray | memoryview, end: int = 0) -> None:
+        """Frame one event (`end`: its end position in the current file, 0 for generated events)."""
+        if self.semi is not None:
+            self.seq = self._frame_semi(ev, end, self.seq, self.out)
+        else:
+            self.seq = frame(b"\0" + bytes(ev), self.seq, self.out)
         self.stats.events_sent += 1
+
+    def _frame_semi(self, ev: bytes | bytearray | memoryview, end: int, seq: int, out: bytearray) -> int:
+        """Frame an event for a semi-sync replica; returns the next sequence id. An event a waiting commit needs
+        asks for an ack, and the sequence restarts after it (MariaDB's flush_net: net_clear, then pkt_nr 1)."""
+        assert self.semi is not None
+        ack = end > 0 and self.semi.needs_ack(self.file, end)
+        seq = frame(event_prefix(ack) + bytes(ev), seq, out)
+        if ack:
+            self.asked.append((self.file, end))
+            return 1
+        return seq
+
+    def ack_asked(self, file: str, pos: int) -> bool:
+        """Was an ack for (file, pos) asked on this dump? Forgets the requests up to it."""
+        if (file, pos) not in self.asked:
+            return False
+        while self.asked and self.asked[0] != (file, pos):
+            self.asked.popleft()
+        self.asked.popleft()
+        return True
 
     async def _flush(self) -> None:
         if self._recs:
@@ -449,6 +482,8 @@ class DumpStream:
     async def _serve(self) -> None:
         name, pos = await asyncio.to_thread(self._resolve_start)  # reads index, file heads, GTID state
         self._ledger_conn_record(name, pos)
+        if self.semi is not None and self.p.connect_state is None:
+            self.semi.dump_start(name, pos)  # a checked file/pos start (a GTID start's replica acks later)
         if self.fault is not None:
             self.fault.armed()
         first = True
@@ -605,7 +640,7 @@ class DumpStream:
         sequence id produce the same packets (N `mariadb-binlog -R` clients, replicas catching up from the
         same place): the first frames the chunk, the others send its bytes.
         """
-        if self.skipper is not None:
+        if self.skipper is not None or self.semi is not None:
             return await self._process(data, pos), b""  # (its packets are in self.out)
         gstate = (self._gtid, self._chain)  # the ledger's group tracking
         key = (self.store.generation, ino, pos, len(data), self.seq, self.policy, self.alg, gstate)
@@ -710,7 +745,7 @@ class DumpStream:
         chain = self._chain  # for an event at run_p == 0: was the event before this chunk not sent as is?
         try:
             while p <= last:
-                if self.skipper is None:
+                if self.skipper is None and self.semi is None:
                     while p <= last:
                         typ, length, flags = peek(mv, p)
                         end = p + length
@@ -787,7 +822,10 @@ class DumpStream:
                     if a == _PEEK_GTID:
                         a = self._gtid_action(mv, p, end, flags, base)
                 if a == _SEND:
-                    seq = frame(b"\0" + bytes(mv[p:end]), seq, out)  # may split a > 16 MiB event
+                    if self.semi is not None:
+                        seq = self._frame_semi(mv[p:end], base + end, seq, out)
+                    else:
+                        seq = frame(b"\0" + bytes(mv[p:end]), seq, out)  # may split a > 16 MiB event
                     sent += 1
                     sent_end = end
                 elif a != _HOLE:
@@ -911,10 +949,10 @@ class DumpStream:
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
         try:
             if action == Action.DUMMY:
-                self._put_event(dummy_event(ev, checksum))
+                self._put_event(dummy_event(ev, checksum), pos + len(ev))
                 self.stats.dummies += 1
             elif action == Action.BEGIN:
-                self._put_event(begin_event(ev, checksum))
+                self._put_event(begin_event(ev, checksum), pos + len(ev))
                 self.stats.begins += 1
         except RewriteError as e:
             self.last_event_pos = pos

@@ -28,6 +28,7 @@ from binlogd.protocol.gtid import format_gtid_list
 from .auth import is_loopback
 from .dump import DumpStream
 from .ledger import Ledger
+from .semisync import SemiSyncMaster, SemiSyncSlave
 from .sql_surface import SqlError
 from .store import BinlogStore, StoreError
 
@@ -64,6 +65,10 @@ class Primary:
         # relay mode (server/relay): SHOW SLAVE STATUS row, START/STOP SLAVE (True when something changed)
         self.slave_status: Callable[[], dict[str, object]] | None = None
         self.slave_control: Callable[[bool], bool] | None = None
+        # semi-sync (server/semisync.py): the primary side always answers semi-sync replicas (headers);
+        # `--rpl-semi-sync-master-enabled` makes standalone commits wait; the relay's upstream side reports here
+        self.semi_sync = SemiSyncMaster()
+        self.semi_sync_slave = SemiSyncSlave()
 
     @property
     def schema(self) -> Any:

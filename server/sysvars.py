@@ -7,8 +7,10 @@ pymysql and Connector/J set `autocommit`, `sql_mode`, `NAMES`...). Everything he
 where binlogd's own state is the truth: those defaults are callables on the `ServerView`.
 
 Variables binlogd does not implement are deliberately absent, so they answer 1193 "Unknown system variable"
-instead of a made-up value. In particular `rpl_semi_sync_master_enabled` is absent: a replica that finds no
-such variable stays asynchronous, which is what binlogd offers.
+instead of a made-up value. The `rpl_semi_sync_*` variables and `Rpl_semi_sync_*` status variables are present
+because binlogd speaks semi-sync (server/semisync.py): a 10.11 replica with rpl_semi_sync_slave_enabled
+finds `rpl_semi_sync_master_enabled` (SHOW VARIABLES) and asks for the semi-sync header, as from a MariaDB
+primary; they are read-only here (set with the command-line options of the same names).
 
 The module is data plus small pure helpers (charset/collation/sql_mode/time_zone validation); the SQL
 evaluator in `sql_surface` owns sessions and error reporting.
@@ -79,6 +81,27 @@ def _gtid_current_pos(server: ServerView) -> Value:
     if callable(v):
         v = v()
     return server.gtid_binlog_pos() if v is None else v
+
+
+def _semi(obj: str, attr: str, fallback: Value) -> Callable[[ServerView], Value]:
+    """An attribute of the server's semi-sync state (`semi_sync` primary side, `semi_sync_slave` relay side)."""
+
+    def get(server: ServerView) -> Value:
+        o = getattr(server, obj, None)
+        v = fallback if o is None else getattr(o, attr)
+        return int(v) if isinstance(v, bool) else v
+
+    return get
+
+
+def _semi_status(key: str) -> Callable[[ServerView], Value]:
+    """One Rpl_semi_sync_master_* status variable (SemiSyncMaster.status())."""
+
+    def get(server: ServerView) -> Value:
+        m = getattr(server, "semi_sync", None)
+        return None if m is None else m.status()[key]
+
+    return get
 
 
 def _system_time_zone(server: ServerView) -> Value:
@@ -200,6 +223,21 @@ _V: list[SysVar] = [
     SysVar("rand_seed1", Scope.SESSION_ONLY, Kind.INT, 0, min=0, max=_U32),
     SysVar("rand_seed2", Scope.SESSION_ONLY, Kind.INT, 0, min=0, max=_U32),
     SysVar("read_only", Scope.GLOBAL, Kind.BOOL, _opt("read_only", 0)),
+    # semi-sync (server/semisync.py): MariaDB 10.11's names and defaults; read-only (command-line options)
+    SysVar("rpl_semi_sync_master_enabled", Scope.GLOBAL, Kind.BOOL, _semi("semi_sync", "enabled", 0),
+           read_only=True),
+    SysVar("rpl_semi_sync_master_timeout", Scope.GLOBAL, Kind.INT, _semi("semi_sync", "timeout_ms", 10000),
+           read_only=True),
+    SysVar("rpl_semi_sync_master_trace_level", Scope.GLOBAL, Kind.INT, 32, read_only=True),
+    SysVar("rpl_semi_sync_master_wait_no_slave", Scope.GLOBAL, Kind.BOOL, _semi("semi_sync", "wait_no_slave", 1),
+           read_only=True),
+    SysVar("rpl_semi_sync_master_wait_point", Scope.GLOBAL, Kind.ENUM, "AFTER_COMMIT",
+           choices=("AFTER_SYNC", "AFTER_COMMIT"), read_only=True),
+    SysVar("rpl_semi_sync_slave_delay_master", Scope.GLOBAL, Kind.BOOL, 0, read_only=True),
+    SysVar("rpl_semi_sync_slave_enabled", Scope.GLOBAL, Kind.BOOL, _semi("semi_sync_slave", "enabled", 0),
+           read_only=True),
+    SysVar("rpl_semi_sync_slave_kill_conn_timeout", Scope.GLOBAL, Kind.INT, 5, read_only=True),
+    SysVar("rpl_semi_sync_slave_trace_level", Scope.GLOBAL, Kind.INT, 32, read_only=True),
     SysVar("server_id", Scope.BOTH, Kind.INT, lambda s: s.server_id, min=1, max=_U32),
     # accepted and recorded (Connector/J sets them on connect); binlogd sends no session-state tracking
     SysVar("session_track_schema", Scope.BOTH, Kind.BOOL, 1),
@@ -282,6 +320,12 @@ def _status_snapshot_pos(server: ServerView) -> Value:
 STATUS_VARS: dict[str, Callable[[ServerView], Value]] = {
     "Binlog_snapshot_file": _status_snapshot_file,
     "Binlog_snapshot_position": _status_snapshot_pos,
+    **{f"Rpl_semi_sync_master_{k}": _semi_status(k) for k in (
+        "clients", "get_ack", "net_avg_wait_time", "net_wait_time", "net_waits", "no_times", "no_tx",
+        "request_ack", "status", "timefunc_failures", "tx_avg_wait_time", "tx_wait_time", "tx_waits",
+        "wait_pos_backtraverse", "wait_sessions", "yes_tx")},
+    "Rpl_semi_sync_slave_send_ack": _semi("semi_sync_slave", "send_ack", None),
+    "Rpl_semi_sync_slave_status": _semi("semi_sync_slave", "status_text", None),
     "Slaves_connected": _status_slaves,
     "Threads_connected": _status_threads,
     "Threads_running": _opt("threads_running", None),

@@ -65,18 +65,24 @@ def test_blocking_dump_picks_up_new_files_and_reconnects(tmp_path: Path, mariadb
     assert "Traceback" not in server.log_text()
 
 
-def test_semi_sync_replica_stays_asynchronous(tmp_path: Path, mariadb, binlogd) -> None:
+def test_semi_sync_replica_gets_the_semi_sync_header(tmp_path: Path, mariadb, binlogd) -> None:
+    """A 10.11 replica with rpl_semi_sync_slave_enabled finds rpl_semi_sync_master_enabled (OFF) on binlogd, asks
+    for semi-sync and reads every event behind the 0xef header (it refuses a packet without one): same data."""
     d = tmp_path / "b"
     d.mkdir()
     for f in FILES:
         shutil.copy(ORACLE / f, d)
     server = binlogd(["--binlog-dir", str(d), "--server-id", "100"])
     r = _replica(mariadb, "semisync", 2, "--rpl-semi-sync-slave-enabled=ON")
-    r.change_master(server.host, server.port, use_gtid="slave_pos")
-    r.start_slave()
-    r.wait_slave_pos(FILES[1], (d / FILES[1]).stat().st_size)
-    assert r.query("SHOW STATUS LIKE 'Rpl_semi_sync_slave_status'") == [("Rpl_semi_sync_slave_status", "OFF")]
+    plain = _replica(mariadb, "plain", 3)
+    for x in (r, plain):
+        x.change_master(server.host, server.port, use_gtid="slave_pos")
+        x.start_slave()
+    for x in (r, plain):
+        x.wait_slave_pos(FILES[1], (d / FILES[1]).stat().st_size)
+    assert r.query("SHOW STATUS LIKE 'Rpl_semi_sync_slave_status'") == [("Rpl_semi_sync_slave_status", "ON")]
     assert r.slave_status()["Slave_IO_Running"] == "Yes"
+    assert r.table_checksums(["d"]) == plain.table_checksums(["d"]) != {}
 
 
 def test_torn_tail_of_the_active_file_is_held_back_until_complete(tmp_path: Path, mariadb, binlogd) -> None:

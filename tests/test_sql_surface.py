@@ -135,7 +135,8 @@ def test_replica_file_pos_filter_on_master_semisync() -> None:
     assert r == ResultSet(["binlog_gtid_pos('mysql-bin.000001',1168)"], [("0-1-5",)])
     assert execute("SELECT binlog_gtid_pos('',4)", s, server).rows == [(None,)]
     r = execute("SHOW VARIABLES LIKE 'rpl_semi_sync_master_enabled'", s, server)
-    assert r == ResultSet(["Variable_name", "Value"], [])  # no semisync: the replica stays asynchronous
+    # binlogd speaks semi-sync: the replica finds the variable and asks (SET @rpl_semi_sync_slave= 1)
+    assert r == ResultSet(["Variable_name", "Value"], [("rpl_semi_sync_master_enabled", "OFF")])
     assert execute("SET @rpl_semi_sync_slave= 1", s, server) == Ok()
     assert s.user_vars["master_heartbeat_period"] == 5000000000
     assert s.user_vars["rpl_semi_sync_slave"] == 1
@@ -304,7 +305,8 @@ CASES: list[tuple[str, Any]] = [
     ("SELECT @@session.gtid_binlog_pos", (1238, "Variable 'gtid_binlog_pos' is a GLOBAL variable")),
     ("SELECT @@nosuch", (1193, "Unknown system variable 'nosuch'")),
     ("SELECT @@global.nosuch", (1193, "Unknown system variable 'nosuch'")),
-    ("SELECT @@rpl_semi_sync_master_enabled", (1193, "Unknown system variable 'rpl_semi_sync_master_enabled'")),
+    ("SET GLOBAL rpl_semi_sync_master_enabled=1", (1238, "Variable 'rpl_semi_sync_master_enabled' is a read only "
+                                                        "variable")),
     ("SELECT @@transaction_isolation", (1193, "Unknown system variable 'transaction_isolation'")),
     ("SELECT @@foo.version",
      (1272, "Variable 'version' is not a variable component (can't be used as XXXX.variable_name)")),
@@ -406,7 +408,12 @@ CASES: list[tuple[str, Any]] = [
                                             ("version_compile_machine", sysvars.SYSVARS["version_compile_machine"]
                                              .default), ("version_compile_os",
                                                          sysvars.SYSVARS["version_compile_os"].default)])),
-    ("SHOW VARIABLES LIKE 'rpl_semi_sync%'", ResultSet(["Variable_name", "Value"], [])),
+    ("SHOW VARIABLES LIKE 'rpl_semi_sync%'", ResultSet(["Variable_name", "Value"], [  # MariaDB 10.11's defaults
+        ("rpl_semi_sync_master_enabled", "OFF"), ("rpl_semi_sync_master_timeout", "10000"),
+        ("rpl_semi_sync_master_trace_level", "32"), ("rpl_semi_sync_master_wait_no_slave", "ON"),
+        ("rpl_semi_sync_master_wait_point", "AFTER_COMMIT"), ("rpl_semi_sync_slave_delay_master", "OFF"),
+        ("rpl_semi_sync_slave_enabled", "OFF"), ("rpl_semi_sync_slave_kill_conn_timeout", "5"),
+        ("rpl_semi_sync_slave_trace_level", "32")])),
     ("SHOW VARIABLES WHERE Variable_name = 'server_id'",
      ResultSet(["Variable_name", "Value"], [("server_id", "1")])),
     ("SHOW VARIABLES WHERE variable_name='SERVER_ID'", ResultSet(["Variable_name", "Value"], [("server_id", "1")])),
@@ -999,7 +1006,7 @@ def test_sysvar_table_is_consistent() -> None:
         if var.scope is not sysvars.Scope.SESSION_ONLY and var.kind is sysvars.Kind.ENUM:
             assert value in var.choices, name
     assert sysvars.lookup("SERVER_ID") is sysvars.SYSVARS["server_id"]
-    assert sysvars.lookup("rpl_semi_sync_master_enabled") is None
+    assert sysvars.lookup("rpl_semi_sync_master_timeouts") is None  # not a MariaDB variable either
 
 
 @pytest.mark.parametrize(("name", "cs", "expected"), [

@@ -7,8 +7,9 @@ heartbeats, file/pos from the stored end) and reports like one in SHOW SLAVE STA
 store, a full disk) stops it (`No`) with Last_IO_Errno/Last_IO_Error set, until START SLAVE.
 
 Received events go through a bounded queue (back-pressure on the upstream socket) to the writer thread in
-runs (`ReplicationClient.runs()`: the whole events of one socket read, back to back): one queue item per socket
-read and one thread hop per batch of runs, no object per event.
+runs (`ReplicationClient.runs_with_acks()`: the whole events of one socket read, back to back): one queue item per
+socket read and one thread hop per batch of runs, no object per event. With semi-sync (--rpl-semi-sync-slave-enabled)
+a run ends with each event the upstream wants acknowledged, and the ack is sent once the writer thread stored it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from binlogd.protocol.connection import CR_MALFORMED_PACKET, ClientConfig, Repli
 from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE
 from binlogd.protocol.tls_options import TlsOptions
 from binlogd.server.passwords import mask_url_password
+from binlogd.server.semisync import SemiSyncSlave
 
 from .status import (
     ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
@@ -63,6 +65,7 @@ class UpstreamConfig:
     connect_timeout: float = 10.0
     use_gtid: bool = False  # resume with @slave_connect_state = the stored GTID state (MASTER_USE_GTID=slave_pos)
     tls: TlsOptions | None = None  # --upstream URL's ?ssl-ca=...&ssl-verify=1 (protocol/tls_options.py)
+    semi_sync: bool = False  # --rpl-semi-sync-slave-enabled: acknowledge stored groups to a semi-sync upstream
 
     @property
     def label(self) -> str:
@@ -81,6 +84,7 @@ class UpstreamRelay:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._filepos_once = False  # the next dump by file/pos although use_gtid (see FilePosNeeded)
         status.using_gtid = "Slave_Pos" if cfg.use_gtid else "No"
+        self.semi = SemiSyncSlave(enabled=cfg.semi_sync)  # Rpl_semi_sync_slave_status / _send_ack
 
     # --- control ---------------------------------------------------------------------------------------
     @property
@@ -210,7 +214,8 @@ class UpstreamRelay:
         self._filepos_once = False
         client = await ReplicationClient.connect(ClientConfig(
             host=cfg.host, port=cfg.port, server_id=cfg.server_id, user=cfg.user, password=cfg.password,
-            heartbeat_s=cfg.heartbeat_s, connect_timeout=cfg.connect_timeout, gtid=gtid, tls=cfg.tls))
+            heartbeat_s=cfg.heartbeat_s, connect_timeout=cfg.connect_timeout, gtid=gtid, tls=cfg.tls,
+            semi_sync=cfg.semi_sync))
         try:
             rows = await client.query("SELECT @@GLOBAL.server_id")
             upstream_id = int(rows[0][0] or 0) if rows else 0
@@ -240,9 +245,13 @@ class UpstreamRelay:
             log.info("relay: requesting binlog dump from %s at %s:%d", self.cfg.label, file or "<first file>", pos)
             await client.start_dump(file, pos)
         await self._in_writer(self.storage.begin, client.checksum_alg_before_fd, gtid is not None)
+        self.semi.status = client.semi_sync
+        if self.cfg.semi_sync and not client.semi_sync:
+            log.warning("relay: %s does not support semi-sync (no rpl_semi_sync_master_enabled), fallback to "
+                        "asynchronous replication", self.cfg.label)
         st.clear_error()
         st.io_running, st.io_state = "Yes", IO_WAITING
-        queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(QUEUE_RUNS)
+        queue: asyncio.Queue[bytes | _AckAsked | BaseException | None] = asyncio.Queue(QUEUE_RUNS)
         pump = asyncio.create_task(self._pump(client, queue), name="relay-pump")
         try:
             while True:
@@ -250,7 +259,11 @@ class UpstreamRelay:
                 batch: list[bytes] = []
                 size = 0
                 end: BaseException | bool | None = False
+                ack = False
                 while True:
+                    if isinstance(item, _AckAsked):  # the run before it ends with an event to acknowledge
+                        ack = True
+                        break
                     if item is None or isinstance(item, BaseException):
                         end = item
                         break
@@ -261,24 +274,44 @@ class UpstreamRelay:
                     item = queue.get_nowait()
                 if batch:
                     await self._in_writer(self.storage.feed, batch)
+                if ack:  # stored, committed and (--sync-binlog=1) fsynced: only now may the upstream hear of it
+                    self._ack(client)
                 if end is None:
                     raise ReplicationError(2013, "the upstream ended the dump")
                 if isinstance(end, BaseException):
                     raise end
         finally:
+            self.semi.status = False  # until the next dump agrees again (MariaDB: slave_stop)
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pump
 
+    def _ack(self, client: ReplicationClient) -> None:
+        """Acknowledge the stored end (slave_reply: the position after the event that asked, now committed)."""
+        file, pos = self.storage.file, self.storage.w.committed
+        if file is None:
+            return
+        client.send_ack(file, pos)
+        self.semi.send_ack += 1
+
     @staticmethod
-    async def _pump(client: ReplicationClient, queue: asyncio.Queue[bytes | BaseException | None]) -> None:
+    async def _pump(client: ReplicationClient, queue: asyncio.Queue[bytes | _AckAsked | BaseException | None]) -> None:
         try:
-            async for run in client.runs():
+            async for run, ack in client.runs_with_acks():
                 await queue.put(run)
+                if ack:
+                    await queue.put(ACK_ASKED)
         except ReplicationError as e:
             await queue.put(e)
             return
         await queue.put(None)
+
+
+class _AckAsked:
+    """Queue marker: the run before it ends with an event the semi-sync upstream wants acknowledged."""
+
+
+ACK_ASKED = _AckAsked()
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,10 @@ class BinlogFiles:
         # the schema as of the last committed group (schema.py): snapshotted beside the binlog at each new file
         self.schema = Catalogue()
         self.schema_store = SchemaStore(writer.directory, writer.basename)
+        # semi-sync: told the (file, end) of each group of a batch before the batch is published (dumps must know
+        # that a commit waits for it before they can send it); `last_ends` is the last batch's, for the waits
+        self.on_written: Callable[[str, list[int]], None] | None = None
+        self.last_ends: list[tuple[str, int]] = []
 
     # --- start ---------------------------------------------------------------------------------------
     def open(self) -> RecoveryReport:
@@ -184,13 +188,18 @@ class BinlogFiles:
         """
         seq0 = self.seq_no
         gtids: list[str] = []
+        ends: list[int] = []
         try:
             for g in groups:
                 self.seq_no += 1
                 data = encode_group(g, server_id=self.server_id, domain_id=self.domain_id, seq_no=self.seq_no,
                                     start=self.w.end)
                 self.w.write(data)
+                ends.append(self.w.end)
                 gtids.append(f"{self.domain_id}-{self.server_id}-{self.seq_no}")
+            name = self.w.active or ""
+            if self.on_written is not None:
+                self.on_written(name, ends)
             self.w.commit()
         except BaseException:
             self.seq_no = seq0
@@ -199,6 +208,7 @@ class BinlogFiles:
             except OSError:
                 log.exception("cannot drop the uncommitted bytes after a failed write")
             raise
+        self.last_ends = [(name, e) for e in ends]
         self.state.update(StateGtid(self.domain_id, self.server_id, self.seq_no))
         self.groups_committed += len(groups)  # MariaDB Binlog_commits (metrics)
         changes = [g.schema_change for g in groups if g.schema_change is not None]

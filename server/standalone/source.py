@@ -30,6 +30,7 @@ from mysql_mimic.charset import Collation
 
 from .. import sysvars as SV
 from ..binlog_writer import BinlogWriteError, BinlogWriter
+from ..semisync import SemiSyncMaster
 from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
 from ..store import BinlogStore
 from .classify import Kind, Statement, classify
@@ -103,11 +104,12 @@ class StandaloneSource:
         self.server: Any = None  # the Primary (ServerView, running dumps); set by serve()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="binlog-writer")
         self._query_ids = itertools.count(1)
-        self._pending: list[tuple[list[Group], asyncio.Future[None]]] = []
+        self._pending: list[tuple[list[Group], asyncio.Future[tuple[str, int]]]] = []
         self._draining = False
         self._drainer: asyncio.Task[None] | None = None  # the running group-commit task (a strong reference)
         self._rng = random.Random()
         self.schema = Catalogue()  # the event loop's catalogue: checked and changed in statement order
+        self.semi_sync: SemiSyncMaster | None = None  # --rpl-semi-sync-master-enabled: commits wait for an ack
 
     # --- lifecycle -----------------------------------------------------------------------------------
     async def open(self) -> BinlogStore:
@@ -142,16 +144,24 @@ class StandaloneSource:
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
+    def enable_semi_sync(self, semi: SemiSyncMaster) -> None:
+        """Commits wait for a semi-sync replica's ack of their group, after it is durable (`commit`)."""
+        self.semi_sync = semi
+        self.files.on_written = semi.written
+
     async def commit(self, groups: list[Group]) -> None:
-        """Write `groups` in one batch with whatever else is waiting; returns once they are durable."""
+        """Write `groups` in one batch with whatever else is waiting; returns once they are durable and, with
+        semi-sync, acknowledged by a replica (or the semi-sync timeout passed)."""
         if not groups:
             return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
         self._pending.append((groups, fut))
         if not self._draining:
             self._draining = True
             self._drainer = asyncio.get_running_loop().create_task(self._drain(), name="binlog-group-commit")
-        await fut
+        file, end = await fut
+        if self.semi_sync is not None:
+            await self.semi_sync.wait(file, end)
 
     async def _drain(self) -> None:
         try:
@@ -169,9 +179,12 @@ class StandaloneSource:
                             fut.set_exception(err)
                     continue
                 log.debug("committed %d group(s): %s", len(groups), " ".join(gtids))
-                for _, fut in batch:
+                ends = self.files.last_ends
+                i = 0
+                for gs, fut in batch:
+                    i += len(gs)
                     if not fut.done():
-                        fut.set_result(None)
+                        fut.set_result(ends[i - 1])  # the end of this commit's last group
         finally:
             self._draining = False
 
