@@ -20,6 +20,7 @@ from mysql_mimic.server import MysqlServer
 
 from .auth import BinlogdIdentityProvider, UsersFileError
 from .connection import ReplicationConnection, ReplicationSession
+from .expiry import start_expiry
 from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .primary import VERSION, Primary
@@ -56,6 +57,8 @@ class ServeConfig:
     binlog_row_metadata: str = "NO_LOG"  # @@binlog_row_metadata reported (directory and relay modes)
     tls: TlsFiles | None = None  # --ssl-cert/--ssl-key/--ssl-ca: CLIENT_SSL offered (server/tls.py)
     require_secure_transport: bool = False  # clear-text logins refused with 1045, as MariaDB does
+    binlog_expire_logs_seconds: int = 0  # standalone, relay: expiry (server/expiry.py); 0 = never
+    ledger_retention_seconds: int = 0  # ledger files older than this removed (server/ledger_retention.py); 0 = never
 
 
 class BinlogdServer(MysqlServer):
@@ -257,6 +260,8 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
     if faults is not None:
         log.warning("fault injection on (--faults %s): a testing tool, dump streams may be broken on purpose",
                     cfg.faults_file)
+    expirer = start_expiry(primary, relay, standalone, ledger, cfg.binlog_expire_logs_seconds,
+                           cfg.ledger_retention_seconds)
     server = BinlogdServer(primary, idp, cfg.max_connections, faults, tls, cfg.require_secure_transport)
     watcher = DirectoryWatcher(store)
     await server.serve_sockets(socks)
@@ -294,6 +299,8 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
         for conn in list(server.connections.values()):
             conn.kill()
         await watcher.stop()
+        if expirer is not None:
+            await expirer.stop()
         if relay is not None:
             await relay.stop()
         with contextlib.suppress(Exception):

@@ -309,6 +309,8 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     lg.add_argument("--ledger-max-size", type=_size, default=None, metavar="SIZE",
                     help="start a new ledger file when the current one would exceed SIZE (default 64M)")
 
+    _add_expiry_options(s)
+
     ft = s.add_argument_group(
         "fault injection (a testing tool: never in production)",
         "Break chosen dump streams on purpose to test replicas and CDC clients (docs/testing.md).")
@@ -317,6 +319,49 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                     "server_id or the Nth dump: close after N events or bytes, corrupt event K's CRC, stall, "
                     "ERR 1236, throttle, heartbeat period. Re-read when it changes (replace it atomically); a "
                     "bad file keeps the previous set; a missing file is an empty set (default: no fault injection)")
+
+
+# --- binlog expiry and ledger retention (server/expiry.py, server/ledger_retention.py) ---------------------------
+def _expire_seconds(v: str) -> int:
+    from .expiry import MAX_EXPIRE_SECONDS
+
+    n = int(v)
+    if not 0 <= n <= MAX_EXPIRE_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_EXPIRE_SECONDS} (99 days)")
+    return n
+
+
+def _expire_days(v: str) -> int:
+    """--expire-logs-days (fractions allowed, as in MariaDB 10.11) in seconds: the two options are aliases."""
+    d = float(v)
+    if not 0 <= d <= 99:
+        raise argparse.ArgumentTypeError("must be between 0 and 99")
+    return round(d * 86400)
+
+
+def _retention(v: str) -> int:
+    n = int(v)
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be >= 0 (0: keep every ledger file)")
+    return n
+
+
+def _add_expiry_options(s: argparse.ArgumentParser) -> None:
+    ex = s.add_argument_group(
+        "binlog expiry (standalone and relay modes) and ledger retention",
+        "Checked at start, at each new binlog file and periodically. A file a connected replica is reading, and\n"
+        "every file after it, waits for the next check (logged); the active file is never removed.")
+    ex.add_argument("--binlog-expire-logs-seconds", dest="binlog_expire_logs_seconds", type=_expire_seconds,
+                    default=None, metavar="N",
+                    help="remove binlog files last written more than N seconds ago, as MariaDB's "
+                    "binlog_expire_logs_seconds (0-8553600; default 0: never). Alias of --expire-logs-days: the last "
+                    "one given wins")
+    ex.add_argument("--expire-logs-days", dest="binlog_expire_logs_seconds", type=_expire_days, default=None,
+                    metavar="DAYS", help="the same in days, fractions allowed (MariaDB's expire_logs_days, 0-99; "
+                    "default 0: never)")
+    ex.add_argument("--ledger-retention-seconds", type=_retention, default=None, metavar="N",
+                    help="remove audit-ledger files last written more than N seconds ago, except the one being "
+                    "written and those the audit of a binlog file still present needs (default 0: keep all)")
 
 
 def _tls_files(args: argparse.Namespace) -> TlsFiles | None:
@@ -356,6 +401,11 @@ def _check_modes(args: argparse.Namespace) -> None:
                          "--upstream); the standalone primary logs statements")
     if directory and args.sync_binlog is not None:
         raise UsageError("--sync-binlog is for the modes that write a binlog (standalone, relay), not --binlog-dir")
+    if directory and args.binlog_expire_logs_seconds is not None:
+        raise UsageError("--binlog-expire-logs-seconds / --expire-logs-days are for the modes that write a binlog "
+                         "(standalone, relay), not --binlog-dir")
+    if args.no_ledger and args.ledger_retention_seconds is not None:
+        raise UsageError("--ledger-retention-seconds with --no-ledger: there is no ledger to expire")
     if args.no_ledger and args.ledger_max_size is not None:
         raise UsageError("--ledger-max-size with --no-ledger: there is no ledger to size")
     if args.max_binlog_size is not None and not 4096 <= args.max_binlog_size <= DEFAULT_MAX_BINLOG_SIZE:
@@ -426,7 +476,9 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         tables_info=bool(args.binlog_with_tables_info),
         ledger_dir=_ledger_dir(args), ledger_max_size=args.ledger_max_size or DEFAULT_LEDGER_MAX_SIZE,
         faults_file=args.faults, binlog_row_metadata=args.binlog_row_metadata or "NO_LOG",
-        tls=_tls_files(args), require_secure_transport=args.require_secure_transport)
+        tls=_tls_files(args), require_secure_transport=args.require_secure_transport,
+        binlog_expire_logs_seconds=args.binlog_expire_logs_seconds or 0,
+        ledger_retention_seconds=args.ledger_retention_seconds or 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from binlogd.protocol.gtid import format_gtid_list
 
 from .auth import is_loopback
 from .dump import DumpStream
+from .expiry import PurgeRequest
 from .ledger import Ledger
 from .sql_surface import SqlError
 from .store import BinlogStore, StoreError
@@ -55,6 +56,7 @@ class Primary:
         self._gtid_domain_id = gtid_domain_id
         self.slaves: dict[int, SlaveHost] = {}
         self.dumps: dict[int, DumpStream] = {}
+        self.readers: set[DumpStream] = set()  # every running dump, also those of server_id 0 (mariadb-binlog)
         self.hostname = socket.gethostname()
         self.started = time.monotonic()
         self.connections: Callable[[], int] = lambda: 0  # set by the network server
@@ -63,6 +65,9 @@ class Primary:
         # relay mode (server/relay): SHOW SLAVE STATUS row, START/STOP SLAVE (True when something changed)
         self.slave_status: Callable[[], dict[str, object]] | None = None
         self.slave_control: Callable[[bool], bool] | None = None
+        # standalone and relay modes: PURGE BINARY LOGS and expiry, in the binlog writer's thread (server/expiry.py)
+        self.purge: Callable[[PurgeRequest], Awaitable[list[str]]] | None = None
+        self.binlog_expire_logs_seconds = 0  # @@binlog_expire_logs_seconds (@@expire_logs_days: its alias)
 
     @property
     def schema(self) -> Any:
@@ -90,6 +95,7 @@ class Primary:
 
     def start_dump(self, dump: DumpStream, replica_server_id: int) -> None:
         """Kill an older dump of the same server_id (MariaDB kill_zombie_dump_threads)."""
+        self.readers.add(dump)
         if replica_server_id == 0:
             return
         old = self.dumps.get(replica_server_id)
@@ -98,8 +104,13 @@ class Primary:
         self.dumps[replica_server_id] = dump
 
     def end_dump(self, dump: DumpStream, replica_server_id: int) -> None:
+        self.readers.discard(dump)
         if self.dumps.get(replica_server_id) is dump:
             del self.dumps[replica_server_id]
+
+    def files_in_use(self) -> set[str]:
+        """The binlog files connected dumps are reading (or asked for): PURGE and expiry never remove them."""
+        return {d.file for d in self.readers if d.file}
 
     # --- ServerView for the SQL surface ---------------------------------------------------------------
     def binlog_checksum(self) -> str:
