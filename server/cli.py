@@ -176,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description=MODES, usage=SERVE_USAGE, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_serve_options(s)
+    _add_option_file_options(s)
     sub.add_parser("show", add_help=False, help="print binlog files or a server's binlog as text that replays into "
                    "the mariadb client (`binlogd show --help`)")
     pw = sub.add_parser("passwd", help="write a users-file line (the password as MariaDB's native hash)",
@@ -364,6 +365,40 @@ def _add_expiry_options(s: argparse.ArgumentParser) -> None:
                     "written and those the audit of a binlog file still present needs (default 0: keep all)")
 
 
+# --- option files (binlogd/optionfiles.py) --------------------------------------------------------------------
+def _add_option_file_options(s: argparse.ArgumentParser) -> None:
+    """Listed for --help; they are taken off the front of the command line before parsing (main)."""
+    of = s.add_argument_group(
+        "option files (MariaDB's my.cnf conventions; first, right after `serve`)",
+        "The [binlogd] group's options (names as below without --) go before the command line's, which wins.\n"
+        "binlogd reads no option file unless named here.")
+    of.add_argument("--defaults-file", metavar="FILE", help="read only FILE (default: none)")
+    of.add_argument("--defaults-extra-file", metavar="FILE", help="read FILE after --defaults-file (default: none)")
+    of.add_argument("--no-defaults", action="store_true", default=None, help="read no option file (the default)")
+    of.add_argument("--print-defaults", action="store_true", default=None,
+                    help="print the options the files give and exit (default off)")
+
+
+def _serve_options_parser() -> argparse.ArgumentParser:
+    """`serve`'s options alone: what an option file's [binlogd] lines are checked against."""
+    p = argparse.ArgumentParser(add_help=False)
+    _add_serve_options(p)
+    return p
+
+
+def _with_option_files(argv: list[str]) -> list[str] | int:
+    """`serve ARGS` with the option files' [binlogd] options in front, or an exit status (printed, or refused)."""
+    from binlogd.optionfiles import OptionFileError, expand
+
+    at = argv.index("serve") + 1
+    try:
+        expanded = expand(argv[at:], _serve_options_parser(), "binlogd", "binlogd")
+    except OptionFileError as e:
+        print(f"binlogd: {e}", file=sys.stderr)
+        return 2
+    return 0 if expanded is None else [*argv[:at], *expanded]
+
+
 def _tls_files(args: argparse.Namespace) -> TlsFiles | None:
     """--ssl-cert/--ssl-key/--ssl-ca; the files themselves are read by the start-up checks (server/tls.py)."""
     from .tls import TlsFiles
@@ -492,7 +527,17 @@ def main(argv: list[str] | None = None) -> int:
         # like docker and kubectl: a bare invocation asks what this is; nothing went wrong (help on stdout, 0)
         parser.print_help()
         return 0
+    if "serve" in argv[:3]:
+        expanded = _with_option_files(argv)
+        if isinstance(expanded, int):
+            return expanded
+        argv = expanded
     args = parser.parse_args(argv)
+    if args.command == "serve" and (args.defaults_file or args.defaults_extra_file or args.no_defaults
+                                    or args.print_defaults):
+        print("binlogd: --defaults-file, --defaults-extra-file, --no-defaults and --print-defaults come first, "
+              "right after `serve` (as in MariaDB)", file=sys.stderr)
+        return 2
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     if args.command == "serve":
