@@ -1,9 +1,10 @@
 """Which binlog files a purge removes, in one place for the standalone primary and the relay, and the expiry task.
 
-MariaDB's rules (sql/log.cc `purge_logs`, `purge_logs_before_date`): only the oldest files go, never the active
-one, and never a file a connected dump is reading. `PURGE BINARY LOGS TO` a range that holds such a file is refused
-with 1378; `BEFORE` and automatic expiry (`binlog_expire_logs_seconds`, alias `expire_logs_days`) stop at the first
-file in use and leave it and everything after it for a later try. The index is rewritten before a file is deleted
+MariaDB 10.11's rules (sql/log.cc `purge_logs`, `purge_logs_before_date`, both through `can_purge_log`): only the
+oldest files go, never the active one, and never a file a connected dump is reading. `PURGE BINARY LOGS TO` and
+`BEFORE` stop at the first file in use and answer OK without a warning (what a real 10.11 answers:
+tests/test_expiry.py compares), automatic expiry (`binlog_expire_logs_seconds`, alias `expire_logs_days`) logs it;
+the file in use and everything after it wait for a later purge. The index is rewritten before a file is deleted
 (`BinlogWriter.purge`), so a crash in between leaves a file the index no longer names, which recovery deletes.
 """
 
@@ -31,9 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("binlogd.expiry")
 
 ER_UNKNOWN_TARGET_BINLOG = 1373
-ER_LOG_IN_USE = 1378
 ER_WRONG_VALUE = 1525
-LOG_IN_USE_TEXT = "A purgeable log is in use, will not purge"
 
 MAX_EXPIRE_SECONDS = 8553600  # 99 days: MariaDB 10.11's maximum of binlog_expire_logs_seconds (and expire_logs_days)
 DEFAULT_CHECK_INTERVAL = 60.0  # seconds between periodic checks (besides start-up and each rotation)
@@ -74,28 +73,25 @@ def purge_request(sql: str, default_db: str | None) -> PurgeRequest | None:
 
 def choose_victims(names: list[str], req: PurgeRequest, in_use: Collection[str],
                    mtime: Callable[[str], float]) -> list[str]:
-    """The oldest files the request removes (blocking: stats files). SqlError 1373 / 1378 for `TO`."""
+    """The oldest files the request removes (blocking: stats files); SqlError 1373 for `TO` an unknown file."""
     if req.to is not None:
         if req.to not in names:
             raise SqlError(ER_UNKNOWN_TARGET_BINLOG, "Target log not found in binlog index")
-        victims = names[: names.index(req.to)]
-        busy = [n for n in victims if n in in_use]
-        if busy:
-            log.info("PURGE BINARY LOGS TO %s refused: %s is being read by a replica", req.to, busy[0])
-            raise SqlError(ER_LOG_IN_USE, LOG_IN_USE_TEXT)
-        return victims
-    assert req.before is not None
+        candidates = names[: names.index(req.to)]
+    else:
+        candidates = names[:-1]  # never the active file
     victims = []
-    for n in names[:-1]:  # never the active file
+    for n in candidates:
         if n in in_use:
-            if req.automatic:
-                log.info("binlog expiry: %s is being read by a replica; it and the files after it wait", n)
+            what = "binlog expiry" if req.automatic else "PURGE BINARY LOGS"
+            log.info("%s: %s is being read by a replica; it and the files after it wait", what, n)
             break
-        try:
-            if mtime(n) >= req.before:
-                break
-        except FileNotFoundError:
-            pass  # already gone (MariaDB: not fatal); dropped from the index with the others
+        if req.before is not None:
+            try:
+                if mtime(n) >= req.before:
+                    break
+            except FileNotFoundError:
+                pass  # already gone (MariaDB: not fatal); dropped from the index with the others
         victims.append(n)
     return victims
 

@@ -6,6 +6,7 @@ compared with a real MariaDB started with the same options."""
 from __future__ import annotations
 
 import contextlib
+import struct
 import threading
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pymysql
 import pytest
+from binlogd.protocol.commands import build_binlog_dump
 
 from binlogd.testing import MariaDB, wait_until
 from binlogd.testing.faults import Fault
@@ -113,6 +115,59 @@ def test_standalone_expiry_never_removes_a_file_a_replica_reads(binlogd: Any, ma
     assert now[0] >= names[-1] and now[-1] > names[-1]
 
 
+def _stall_a_raw_dump(server: Any, file: str) -> pymysql.connections.Connection:  # type: ignore[type-arg]
+    """A COM_BINLOG_DUMP from `file` whose client reads nothing: the server's dump blocks (TCP back-pressure) in the
+    first files, which stay in use until the connection closes."""
+    conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=True)
+    conn.cursor().execute("SET @master_binlog_checksum='CRC32'")
+    payload = build_binlog_dump(4, 0, 77, file)
+    conn._sock.sendall(struct.pack("<I", len(payload))[:3] + b"\x00" + payload)  # type: ignore[attr-defined]
+    return conn
+
+
+def _purge_with_a_dump_in_use(server: Any) -> list[Any]:
+    """What PURGE TO / BEFORE answer and leave while a dump reads the fourth of many 4 MiB files."""
+    conn = pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=True,
+                           max_allowed_packet=16 << 20)
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE d")
+    cur.execute("CREATE TABLE d.t (id INT, v LONGTEXT)")
+    for i in range(36):
+        cur.execute(f"INSERT INTO d.t VALUES ({i}, '{'x' * 1_000_000}')")
+    names = names_of(server)
+    assert len(names) >= 8
+    dump = _stall_a_raw_dump(server, names[3])
+    time.sleep(1)
+    seen: list[Any] = []
+    for q in (f"PURGE BINARY LOGS TO '{names[1]}'", f"PURGE BINARY LOGS TO '{names[-1]}'",
+              "PURGE BINARY LOGS BEFORE '2099-01-01 00:00:00'"):
+        cur.execute(q)
+        left = names_of(server)
+        cur.execute("SHOW WARNINGS")
+        seen.append((q.replace(names[1], "<second>").replace(names[-1], "<last>"), list(cur.fetchall()),
+                     [names.index(n) for n in left]))
+    dump.close()
+    time.sleep(0.5)
+    cur.execute(f"PURGE BINARY LOGS TO '{names[-1]}'")
+    seen.append(names_of(server) == names[-1:])
+    conn.close()
+    return seen
+
+
+def test_purge_stops_at_a_file_in_use_as_mariadb_does(binlogd: Any, mariadb: Any) -> None:
+    """A real 10.11 answers OK without a warning and purges the files before the one a dump reads."""
+    real = _purge_with_a_dump_in_use(mariadb("primary", 1, "--log-bin=mysql-bin", "--max-binlog-size=4M",
+                                             "--max-allowed-packet=64M"))
+    ours = _purge_with_a_dump_in_use(binlogd.standalone(["--max-binlog-size", "4M"]))
+    assert real[0] == ours[0] and real[0][2][0] == 1  # TO the second file: the first one goes
+    for r in (real, ours):  # TO the last file: OK, no warning, the dump's file (the 4th, or later for MariaDB's
+        # kernel-buffered dump) and the ones after it stay; BEFORE a future date then removes nothing more
+        assert r[1][1] == [] and r[1][2][0] >= 3 and len(r[1][2]) > 1
+        assert r[2] == ("PURGE BINARY LOGS BEFORE '2099-01-01 00:00:00'", [], r[1][2])
+        assert r[3] is True  # once the dump is gone, everything but the active file goes
+    assert ours[1][2][0] == 3
+
+
 def _relay_args(upstream: MariaDB, datadir: Path, *extra: str) -> list[str]:
     return ["--upstream", f"mysql://root@{upstream.host}:{upstream.port}", "--datadir", str(datadir),
             "--server-id", "11", "--upstream-heartbeat", "1", "--upstream-retry-max", "0.5", *extra]
@@ -137,8 +192,9 @@ def test_relay_purge_and_expiry_with_a_real_replica(binlogd: Any, mariadb: Any, 
     replica.change_master_to(relay, log_file=names[0], log_pos=4)
     wait_until(lambda: "COM_BINLOG_DUMP file='mysql-bin.000001'" in relay.log_text(), 10, 0.05, "the replica's dump")
     time.sleep(0.5)
-    # the stalled replica reads names[0]: PURGE TO a later file is refused as MariaDB refuses it
-    assert error_of(relay, f"PURGE BINARY LOGS TO '{names[2]}'") == (1378, "A purgeable log is in use, will not purge")
+    # the stalled replica reads names[0]: PURGE TO a later file stops there (OK, as MariaDB 10.11 answers)
+    run(relay, f"PURGE BINARY LOGS TO '{names[2]}'")
+    assert "PURGE BINARY LOGS: mysql-bin.000001 is being read by a replica" in relay.log_text()
     assert error_of(relay, "PURGE BINARY LOGS TO 'mysql-bin.999999'") == (1373, "Target log not found in binlog index")
     assert error_of(relay, f"PURGE BINARY LOGS TO '{names[2]}'", user="monitor") == (
         1227, "Access denied; you need (at least one of) the BINLOG ADMIN privilege(s) for this operation")
