@@ -89,6 +89,7 @@ class ReplicationSession(BaseSession):
                 result = await self.primary.standalone.execute(sql, self.state, self.writes)
             elif self.primary.purge is not None and (purge := purge_request(sql, self.state.database)) is not None:
                 await self.primary.purge(purge)  # relay mode: PURGE BINARY LOGS of the stored files
+                self.state.diagnostics = purge.diagnostics()
                 return None
             else:
                 refuse_if_write(sql, self.state.database)  # read-only modes: 1290 for writes

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("binlogd.expiry")
 
 ER_UNKNOWN_TARGET_BINLOG = 1373
-ER_WRONG_VALUE = 1525
+ER_TRUNCATED_WRONG_VALUE = 1292
 
 MAX_EXPIRE_SECONDS = 8553600  # 99 days: MariaDB 10.11's maximum of binlog_expire_logs_seconds (and expire_logs_days)
 DEFAULT_CHECK_INTERVAL = 60.0  # seconds between periodic checks (besides start-up and each rotation)
@@ -46,18 +47,24 @@ class PurgeRequest:
     to: str | None = None
     before: float | None = None
     automatic: bool = False
+    warning: tuple[str, int, str] | None = None  # for SHOW WARNINGS after the statement
+
+    def diagnostics(self) -> list[tuple[str, int, str]]:
+        return [self.warning] if self.warning is not None else []
 
 
-def parse_before(text: str) -> float:
-    """The datetime of `PURGE BINARY LOGS BEFORE '...'` as a Unix time (local time zone), else MariaDB's 1525."""
+def before_request(text: str) -> PurgeRequest:
+    """`PURGE BINARY LOGS BEFORE 'text'` (local time zone). A text that is no datetime purges nothing, with MariaDB
+    10.11's warning 1292 (checked against a real one: tests/test_expiry.py)."""
     try:
-        return dt.datetime.fromisoformat(text.strip()).timestamp()
+        return PurgeRequest(before=dt.datetime.fromisoformat(text.strip()).timestamp())
     except ValueError:
-        raise SqlError(ER_WRONG_VALUE, f"Incorrect DATETIME value: '{text}'") from None
+        return PurgeRequest(before=-math.inf,
+                            warning=("Warning", ER_TRUNCATED_WRONG_VALUE, f"Incorrect datetime value: '{text}'"))
 
 
 def purge_request(sql: str, default_db: str | None) -> PurgeRequest | None:
-    """The PurgeRequest of a `PURGE BINARY|MASTER LOGS` statement (its syntax errors are 1064 / 1235 / 1525), else
+    """The PurgeRequest of a `PURGE BINARY|MASTER LOGS` statement (its syntax errors are 1064 / 1235), else
     None; other statements cost a prefix test."""
     if not sql.lstrip(" \t\r\n").upper().startswith("PURGE"):
         return None
@@ -68,7 +75,7 @@ def purge_request(sql: str, default_db: str | None) -> PurgeRequest | None:
         return None
     if stmt.purge_to is not None:
         return PurgeRequest(to=stmt.purge_to)
-    return PurgeRequest(before=parse_before(stmt.purge_before or ""))
+    return before_request(stmt.purge_before or "")
 
 
 def choose_victims(names: list[str], req: PurgeRequest, in_use: Collection[str],

@@ -140,7 +140,7 @@ def _purge_with_a_dump_in_use(server: Any) -> list[Any]:
     time.sleep(1)
     seen: list[Any] = []
     for q in (f"PURGE BINARY LOGS TO '{names[1]}'", f"PURGE BINARY LOGS TO '{names[-1]}'",
-              "PURGE BINARY LOGS BEFORE '2099-01-01 00:00:00'"):
+              "PURGE BINARY LOGS BEFORE '2099-01-01 00:00:00'", "PURGE BINARY LOGS BEFORE 'garbage'"):
         cur.execute(q)
         left = names_of(server)
         cur.execute("SHOW WARNINGS")
@@ -164,7 +164,9 @@ def test_purge_stops_at_a_file_in_use_as_mariadb_does(binlogd: Any, mariadb: Any
         # kernel-buffered dump) and the ones after it stay; BEFORE a future date then removes nothing more
         assert r[1][1] == [] and r[1][2][0] >= 3 and len(r[1][2]) > 1
         assert r[2] == ("PURGE BINARY LOGS BEFORE '2099-01-01 00:00:00'", [], r[1][2])
-        assert r[3] is True  # once the dump is gone, everything but the active file goes
+        assert r[3] == ("PURGE BINARY LOGS BEFORE 'garbage'", [("Warning", 1292, "Incorrect datetime value: "
+                                                                "'garbage'")], r[1][2])  # OK, nothing purged
+        assert r[4] is True  # once the dump is gone, everything but the active file goes
     assert ours[1][2][0] == 3
 
 

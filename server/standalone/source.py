@@ -209,6 +209,7 @@ class StandaloneSource:
             req = purge_request(sql, st.database)
             assert req is not None
             await self.purge(req)
+            st.diagnostics = req.diagnostics()
             return Ok()
         if kind is Kind.BEGIN:
             await self._implicit_commit(st, ws)
