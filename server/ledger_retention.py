@@ -5,8 +5,8 @@ A ledger file `ledger.NNNNNN.jsonl` (docs/ledger.md) goes when all of these hold
 - none of its records names a binlog file that is still in the binlog index (the audit of that file needs them);
 - none of its connections has records in a file that stays (a dump's `conn` record is the header the audit reads
   its later records with).
-Files go oldest first, so what stays is the newest, contiguous part of the ledger. Closed files never change, so
-what each one names is read once (in a thread) and cached by name, size and modification time.
+Files go oldest first, so what stays is the newest, contiguous part of the ledger. Ledger files only grow, so what
+each one names is read once, incrementally (in a thread): 64 MiB take about 3 s of one CPU once, not at every pass.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .ledger import FILE_RE
@@ -26,10 +26,13 @@ _FILE = re.compile(rb'"file":"((?:[^"\\]|\\.)*)"')
 _CONN = re.compile(rb'"conn":(\d+)')
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Names:
-    files: frozenset[str]
-    conns: frozenset[int]
+    """What a ledger file's first `scanned` bytes (whole lines) name."""
+
+    files: set[str] = field(default_factory=set)
+    conns: set[int] = field(default_factory=set)
+    scanned: int = 0
 
 
 class LedgerRetention:
@@ -41,18 +44,23 @@ class LedgerRetention:
         self.seconds = seconds
         self.binlog_files = binlog_files
         self.current = current
-        self._cache: dict[str, tuple[tuple[int, float], _Names]] = {}
+        self._cache: dict[str, _Names] = {}
 
     def _names(self, path: Path) -> _Names:
-        st = path.stat()
-        key = (st.st_size, st.st_mtime)
-        hit = self._cache.get(path.name)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        data = path.read_bytes()
-        names = _Names(frozenset(m.group(1).decode("utf-8", "replace") for m in _FILE.finditer(data)),
-                       frozenset(int(m.group(1)) for m in _CONN.finditer(data)))
-        self._cache[path.name] = (key, names)
+        """The binlog files and connections `path` names, read incrementally: ledger files only grow, so only the
+        whole lines appended since the last pass are read (the file being written is read at every pass)."""
+        names = self._cache.get(path.name)
+        size = path.stat().st_size
+        if names is None or size < names.scanned:
+            names = self._cache[path.name] = _Names()
+        if size > names.scanned:
+            with open(path, "rb") as f:
+                f.seek(names.scanned)
+                data = f.read(size - names.scanned)
+            data = data[: data.rfind(b"\n") + 1]  # a line being written is read at the next pass
+            names.files.update(m.group(1).decode("utf-8", "replace") for m in _FILE.finditer(data))
+            names.conns.update(int(m.group(1)) for m in _CONN.finditer(data))
+            names.scanned += len(data)
         return names
 
     def run(self, now: float) -> list[str]:
