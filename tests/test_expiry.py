@@ -86,20 +86,25 @@ def count_rows(replica: MariaDB) -> int:
 
 
 def test_standalone_expiry_never_removes_a_file_a_replica_reads(binlogd: Any, mariadb: Any) -> None:
-    replica = mariadb("replica", REPLICA_SID)  # started first: the files must not expire before it connects
+    replica = mariadb("replica", REPLICA_SID)
     server = binlogd.standalone(["--binlog-expire-logs-seconds", "4"])  # checked every second
     datadir = server.datadir
     assert run(server, "SHOW VARIABLES WHERE Variable_name IN ('expire_logs_days', 'binlog_expire_logs_seconds')") \
         == [("binlog_expire_logs_seconds", "4"), ("expire_logs_days", "0.000046")]
-    server.inject(Fault(server_id=REPLICA_SID, stall_after_events=6, stall_seconds=9))
+    # the replica connects first; its dump stalls in the first file after the CREATE DATABASE (6 event packets)
+    server.inject(Fault(server_id=REPLICA_SID, stall_after_events=6, stall_seconds=15))
+    replica.change_master_to(server, log_file="mysql-bin.000001", log_pos=4)
+    wait_until(lambda: f"sid {REPLICA_SID} " in server.log_text(), 20, 0.05, "the replica's dump")
+    run(server, "CREATE DATABASE d")
+    wait_until(lambda: "stall after 6 event packets" in server.log_text(), 20, 0.05, "the replica's dump stalled")
     made = time.monotonic()
     make_files(server, 4)
     names = names_of(server)
     assert len(names) == 5
-    replica.change_master_to(server, log_file=names[0], log_pos=4)  # reads from the first file, stalls in it
     time.sleep(max(0.0, made + 7 - time.monotonic()))  # every file is older than 4 s now, several checks ran
     assert assert_consistent(server, datadir) == names  # the stalled replica reads names[0]: nothing removed
-    assert "is being read by a replica; it and the files after it wait" in server.log_text()
+    assert "binlog expiry: mysql-bin.000001 is being read by a replica; it and the files after it wait" \
+        in server.log_text()
     # the stall ends, the replica reads on to the active file: the next checks remove the others
     replica.wait_caught_up(server, timeout=30)
     wait_until(lambda: names_of(server) == names[-1:], 10, 0.2, lambda: f"binlog files {names_of(server)}")
