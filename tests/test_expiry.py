@@ -91,6 +91,9 @@ def test_standalone_expiry_never_removes_a_file_a_replica_reads(binlogd: Any, ma
     datadir = server.datadir
     assert run(server, "SHOW VARIABLES WHERE Variable_name IN ('expire_logs_days', 'binlog_expire_logs_seconds')") \
         == [("binlog_expire_logs_seconds", "4"), ("expire_logs_days", "0.000046")]
+    # startup options here (MariaDB's are dynamic): SET GLOBAL gets a clear refusal
+    assert error_of(server, "SET GLOBAL expire_logs_days=1") == (1238, "Variable 'expire_logs_days' is a read only "
+                                                                       "variable")
     # the replica connects first; its dump stalls in the first file after the CREATE DATABASE (6 event packets)
     server.inject(Fault(server_id=REPLICA_SID, stall_after_events=6, stall_seconds=15))
     replica.change_master_to(server, log_file="mysql-bin.000001", log_pos=4)
