@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from binlogd.optionfiles import OptionFileError, expand
+
 from .config import (
     FILTER_OPTIONS,
     ApplierConfig,
@@ -99,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-start", action="store_true",
                    help="do not start the channels (start them with START SLAVE on the admin port)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    of = p.add_argument_group("option files (MariaDB's my.cnf conventions; first on the command line)",
+                              "The [binlogd-apply] group's options (names without --) go before the command "
+                              "line's; none is read unless named.")
+    of.add_argument("--defaults-file", metavar="FILE", help="read only FILE")
+    of.add_argument("--defaults-extra-file", metavar="FILE", help="read FILE after --defaults-file")
+    of.add_argument("--no-defaults", action="store_true", help="read no option file (the default)")
+    of.add_argument("--print-defaults", action="store_true", help="print the options the files give and exit")
     return p
 
 
@@ -195,7 +204,18 @@ async def run(cfg: ApplierConfig, start: bool = True) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    try:  # option files first ([binlogd-apply]; binlogd/optionfiles.py): the command line's options win
+        expanded = expand(argv, parser, "binlogd-apply", "binlogd-apply")
+    except OptionFileError as e:
+        print(f"binlogd-apply: {e}", file=sys.stderr)
+        return 2
+    if expanded is None:
+        return 0
+    argv = expanded
     args = parser.parse_args(argv)
+    if args.defaults_file or args.defaults_extra_file or args.no_defaults or args.print_defaults:
+        parser.error("--defaults-file, --defaults-extra-file, --no-defaults and --print-defaults come first "
+                     "(as in MariaDB)")
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         cfg = config_from_args(args)

@@ -20,6 +20,7 @@ from mysql_mimic.server import MysqlServer
 
 from .auth import BinlogdIdentityProvider, UsersFileError
 from .connection import ReplicationConnection, ReplicationSession
+from .expiry import start_expiry
 from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .metrics import metrics_state, start_metrics
@@ -63,6 +64,8 @@ class ServeConfig:
     # semi-sync (server/semisync.py): standalone commits wait for a replica's ack, up to the timeout (ms)
     rpl_semi_sync_master_enabled: bool = False
     rpl_semi_sync_master_timeout: int = 10000
+    binlog_expire_logs_seconds: int = 0  # standalone, relay: expiry (server/expiry.py); 0 = never
+    ledger_retention_seconds: int = 0  # ledger files older than this removed (server/ledger_retention.py); 0 = never
 
 
 class BinlogdServer(MysqlServer):
@@ -277,6 +280,8 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
     if faults is not None:
         log.warning("fault injection on (--faults %s): a testing tool, dump streams may be broken on purpose",
                     cfg.faults_file)
+    expirer = start_expiry(primary, relay, standalone, ledger, cfg.binlog_expire_logs_seconds,
+                           cfg.ledger_retention_seconds)
     server = BinlogdServer(primary, idp, cfg.max_connections, faults, tls, cfg.require_secure_transport)
     watcher = DirectoryWatcher(store)
     await server.serve_sockets(socks)
@@ -318,6 +323,8 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
         for conn in list(server.connections.values()):
             conn.kill()
         await watcher.stop()
+        if expirer is not None:
+            await expirer.stop()
         if relay is not None:
             await relay.stop()
         with contextlib.suppress(Exception):

@@ -118,6 +118,7 @@ class BinlogWriter:
         for n in names:
             if not (self.directory / n).is_file():
                 raise BinlogWriteError(f"{n} is listed in {self.index_path.name} but missing")
+        self._finish_purge(names)
         while names:
             name = names[-1]
             path = self.directory / name
@@ -155,6 +156,19 @@ class BinlogWriter:
         if names:
             self._open_active(rep.last_end, publish)
         return rep
+
+    def _finish_purge(self, names: list[str]) -> None:
+        """Delete the files a purge interrupted by a crash left: numbered before the index's first file and no
+        longer in it (`purge` rewrites the index first, then deletes)."""
+        if not names:
+            return
+        first = _number(names[0])
+        for p in self.directory.glob(f"{self.basename}.*"):
+            num = _number(p.name)
+            if num is not None and first is not None and num < first and p.name not in names and p.is_file():
+                log.warning("recovery: %s is no longer in %s (a purge was interrupted); deleting it", p.name,
+                            self.index_path.name)
+                p.unlink(missing_ok=True)
 
     @staticmethod
     def _whole_header_end(data: bytes) -> int | None:
@@ -317,6 +331,12 @@ class BinlogWriter:
     def close(self) -> None:
         """Clear the in-use flag of the active file (a clean shutdown); uncommitted bytes are dropped."""
         self._close_active()
+
+
+def _number(name: str) -> int | None:
+    """NNNNNN of BASENAME.NNNNNN, else None."""
+    ext = name.rsplit(".", 1)[-1]
+    return int(ext) if ext.isdigit() else None
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

@@ -197,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description=MODES, usage=SERVE_USAGE, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_serve_options(s)
+    _add_option_file_options(s)
     sub.add_parser("show", add_help=False, help="print binlog files or a server's binlog as text that replays into "
                    "the mariadb client (`binlogd show --help`)")
     pw = sub.add_parser("passwd", help="write a users-file line (the password as MariaDB's native hash)",
@@ -348,6 +349,7 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                     help="serve Prometheus metrics on this TCP port (default: off)")
     mt.add_argument("--metrics-address", default=None, metavar="ADDR",
                     help="address of the metrics port (default 127.0.0.1)")
+    _add_expiry_options(s)
 
     ft = s.add_argument_group(
         "fault injection (a testing tool: never in production)",
@@ -357,6 +359,83 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                     "server_id or the Nth dump: close after N events or bytes, corrupt event K's CRC, stall, "
                     "ERR 1236, throttle, heartbeat period. Re-read when it changes (replace it atomically); a "
                     "bad file keeps the previous set; a missing file is an empty set (default: no fault injection)")
+
+
+# --- binlog expiry and ledger retention (server/expiry.py, server/ledger_retention.py) ---------------------------
+def _expire_seconds(v: str) -> int:
+    from .expiry import MAX_EXPIRE_SECONDS
+
+    n = int(v)
+    if not 0 <= n <= MAX_EXPIRE_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_EXPIRE_SECONDS} (99 days)")
+    return n
+
+
+def _expire_days(v: str) -> int:
+    """--expire-logs-days (fractions allowed, as in MariaDB 10.11) in seconds: the two options are aliases."""
+    d = float(v)
+    if not 0 <= d <= 99:
+        raise argparse.ArgumentTypeError("must be between 0 and 99")
+    return round(d * 86400)
+
+
+def _retention(v: str) -> int:
+    n = int(v)
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be >= 0 (0: keep every ledger file)")
+    return n
+
+
+def _add_expiry_options(s: argparse.ArgumentParser) -> None:
+    ex = s.add_argument_group(
+        "binlog expiry (standalone and relay modes) and ledger retention",
+        "Checked at start, at each new binlog file and periodically. A file a connected replica is reading, and\n"
+        "every file after it, waits for the next check (logged); the active file is never removed.")
+    ex.add_argument("--binlog-expire-logs-seconds", dest="binlog_expire_logs_seconds", type=_expire_seconds,
+                    default=None, metavar="N",
+                    help="remove binlog files last written more than N seconds ago, as MariaDB's "
+                    "binlog_expire_logs_seconds (0-8553600; default 0: never). Alias of --expire-logs-days: the last "
+                    "one given wins")
+    ex.add_argument("--expire-logs-days", dest="binlog_expire_logs_seconds", type=_expire_days, default=None,
+                    metavar="DAYS", help="the same in days, fractions allowed (MariaDB's expire_logs_days, 0-99; "
+                    "default 0: never)")
+    ex.add_argument("--ledger-retention-seconds", type=_retention, default=None, metavar="N",
+                    help="remove audit-ledger files last written more than N seconds ago, except the one being "
+                    "written and those the audit of a binlog file still present needs (default 0: keep all)")
+
+
+# --- option files (binlogd/optionfiles.py) --------------------------------------------------------------------
+def _add_option_file_options(s: argparse.ArgumentParser) -> None:
+    """Listed for --help; they are taken off the front of the command line before parsing (main)."""
+    of = s.add_argument_group(
+        "option files (MariaDB's my.cnf conventions; first, right after `serve`)",
+        "The [binlogd] group's options (names as below without --) go before the command line's, which wins.\n"
+        "binlogd reads no option file unless named here.")
+    of.add_argument("--defaults-file", metavar="FILE", help="read only FILE (default: none)")
+    of.add_argument("--defaults-extra-file", metavar="FILE", help="read FILE after --defaults-file (default: none)")
+    of.add_argument("--no-defaults", action="store_true", default=None, help="read no option file (the default)")
+    of.add_argument("--print-defaults", action="store_true", default=None,
+                    help="print the options the files give and exit (default off)")
+
+
+def _serve_options_parser() -> argparse.ArgumentParser:
+    """`serve`'s options alone: what an option file's [binlogd] lines are checked against."""
+    p = argparse.ArgumentParser(add_help=False)
+    _add_serve_options(p)
+    return p
+
+
+def _with_option_files(argv: list[str]) -> list[str] | int:
+    """`serve ARGS` with the option files' [binlogd] options in front, or an exit status (printed, or refused)."""
+    from binlogd.optionfiles import OptionFileError, expand
+
+    at = argv.index("serve") + 1
+    try:
+        expanded = expand(argv[at:], _serve_options_parser(), "binlogd", "binlogd")
+    except OptionFileError as e:
+        print(f"binlogd: {e}", file=sys.stderr)
+        return 2
+    return 0 if expanded is None else [*argv[:at], *expanded]
 
 
 def _tls_files(args: argparse.Namespace) -> TlsFiles | None:
@@ -405,6 +484,11 @@ def _check_modes(args: argparse.Namespace) -> None:
         raise UsageError("--sync-binlog is for the modes that write a binlog (standalone, relay), not --binlog-dir")
     if args.metrics_address is not None and args.metrics_port is None:
         raise UsageError("--metrics-address without --metrics-port: there is no metrics port to bind")
+    if directory and args.binlog_expire_logs_seconds is not None:
+        raise UsageError("--binlog-expire-logs-seconds / --expire-logs-days are for the modes that write a binlog "
+                         "(standalone, relay), not --binlog-dir")
+    if args.no_ledger and args.ledger_retention_seconds is not None:
+        raise UsageError("--ledger-retention-seconds with --no-ledger: there is no ledger to expire")
     if args.no_ledger and args.ledger_max_size is not None:
         raise UsageError("--ledger-max-size with --no-ledger: there is no ledger to size")
     if args.max_binlog_size is not None and not 4096 <= args.max_binlog_size <= DEFAULT_MAX_BINLOG_SIZE:
@@ -480,7 +564,9 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         metrics_port=args.metrics_port, metrics_address=args.metrics_address or "127.0.0.1",
         rpl_semi_sync_master_enabled=bool(args.rpl_semi_sync_master_enabled),
         rpl_semi_sync_master_timeout=(10000 if args.rpl_semi_sync_master_timeout is None
-                                      else args.rpl_semi_sync_master_timeout))
+                                      else args.rpl_semi_sync_master_timeout),
+        binlog_expire_logs_seconds=args.binlog_expire_logs_seconds or 0,
+        ledger_retention_seconds=args.ledger_retention_seconds or 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -494,7 +580,17 @@ def main(argv: list[str] | None = None) -> int:
         # like docker and kubectl: a bare invocation asks what this is; nothing went wrong (help on stdout, 0)
         parser.print_help()
         return 0
+    if "serve" in argv[:3]:
+        expanded = _with_option_files(argv)
+        if isinstance(expanded, int):
+            return expanded
+        argv = expanded
     args = parser.parse_args(argv)
+    if args.command == "serve" and (args.defaults_file or args.defaults_extra_file or args.no_defaults
+                                    or args.print_defaults):
+        print("binlogd: --defaults-file, --defaults-extra-file, --no-defaults and --print-defaults come first, "
+              "right after `serve` (as in MariaDB)", file=sys.stderr)
+        return 2
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     if args.command == "serve":

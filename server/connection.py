@@ -37,10 +37,11 @@ from mysql_mimic.types import ColumnType
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
 from .dump import DumpParams, DumpStream
+from .expiry import purge_request
 from .fault_writer import FaultWriter
 from .faults import FaultFile
 from .primary import Primary
-from .privileges import Priv, check_dump, check_register, check_show, check_write
+from .privileges import Priv, check_dump, check_purge, check_register, check_show, check_write
 from .semisync_acks import watch_acks
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
@@ -88,6 +89,10 @@ class ReplicationSession(BaseSession):
                 await self._check_privileges(sql)
             if self.writes is not None:  # standalone: writes become binlog events, the rest as below
                 result = await self.primary.standalone.execute(sql, self.state, self.writes)
+            elif self.primary.purge is not None and (purge := purge_request(sql, self.state.database)) is not None:
+                await self.primary.purge(purge)  # relay mode: PURGE BINARY LOGS of the stored files
+                self.state.diagnostics = purge.diagnostics()
+                return None
             else:
                 refuse_if_write(sql, self.state.database)  # read-only modes: 1290 for writes
                 # in a thread: SHOW BINLOG EVENTS, @@gtid_binlog_pos... read binlog files
@@ -107,6 +112,8 @@ class ReplicationSession(BaseSession):
     async def _check_privileges(self, sql: str) -> None:
         """MariaDB's refusals for a user without the privilege (server/privileges.py), before anything runs."""
         check_show(sql, self.privileges, self.primary.version)
+        if self.writes is None and self.primary.purge is not None and purge_request(sql, self.state.database):
+            check_purge(self.privileges)  # relay mode
         if self.writes is not None and _WRITE_PRIVS & self.privileges != _WRITE_PRIVS:
             from .standalone.classify import classify
 

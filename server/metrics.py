@@ -127,7 +127,7 @@ class BinlogdCollector(Collector):
                                value={"file": last})
 
     def _replicas(self, names: list[str], ends: dict[str, int]) -> Iterator[Metric]:
-        dumps = sorted(self.s.primary.streams, key=lambda d: d.ledger_info.get("thread_id") or 0)  # type: ignore
+        dumps = sorted(self.s.primary.readers, key=lambda d: d.ledger_info.get("thread_id") or 0)  # type: ignore
         now = self.clock()
         fams = {
             "events": CounterMetricFamily("binlogd_replica_events_sent", "Events sent to the replica, fake ROTATE/"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from binlogd.protocol.gtid import format_gtid_list
 
 from .auth import is_loopback
 from .dump import DumpStream
+from .expiry import PurgeRequest
 from .ledger import Ledger
 from .semisync import SemiSyncMaster, SemiSyncSlave
 from .sql_surface import SqlError
@@ -56,7 +57,7 @@ class Primary:
         self._gtid_domain_id = gtid_domain_id
         self.slaves: dict[int, SlaveHost] = {}
         self.dumps: dict[int, DumpStream] = {}
-        self.streams: set[DumpStream] = set()  # every running dump, server_id 0 too (metrics read them)
+        self.readers: set[DumpStream] = set()  # every running dump, server_id 0 too (expiry, metrics read them)
         self.hostname = socket.gethostname()
         self.started = time.monotonic()
         self.connections: Callable[[], int] = lambda: 0  # set by the network server
@@ -69,6 +70,9 @@ class Primary:
         # `--rpl-semi-sync-master-enabled` makes standalone commits wait; the relay's upstream side reports here
         self.semi_sync = SemiSyncMaster()
         self.semi_sync_slave = SemiSyncSlave()
+        # standalone and relay modes: PURGE BINARY LOGS and expiry, in the binlog writer's thread (server/expiry.py)
+        self.purge: Callable[[PurgeRequest], Awaitable[list[str]]] | None = None
+        self.binlog_expire_logs_seconds = 0  # @@binlog_expire_logs_seconds (@@expire_logs_days: its alias)
 
     @property
     def schema(self) -> Any:
@@ -96,7 +100,7 @@ class Primary:
 
     def start_dump(self, dump: DumpStream, replica_server_id: int) -> None:
         """Kill an older dump of the same server_id (MariaDB kill_zombie_dump_threads)."""
-        self.streams.add(dump)
+        self.readers.add(dump)
         if replica_server_id == 0:
             return
         old = self.dumps.get(replica_server_id)
@@ -105,9 +109,13 @@ class Primary:
         self.dumps[replica_server_id] = dump
 
     def end_dump(self, dump: DumpStream, replica_server_id: int) -> None:
-        self.streams.discard(dump)
+        self.readers.discard(dump)
         if self.dumps.get(replica_server_id) is dump:
             del self.dumps[replica_server_id]
+
+    def files_in_use(self) -> set[str]:
+        """The binlog files connected dumps are reading (or asked for): PURGE and expiry never remove them."""
+        return {d.file for d in self.readers if d.file}
 
     # --- ServerView for the SQL surface ---------------------------------------------------------------
     def binlog_checksum(self) -> str:

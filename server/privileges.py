@@ -9,7 +9,7 @@ users-file line had before privileges existed: everything. Checked here, in one 
   SHOW SLAVE HOSTS needs REPLICATION MASTER ADMIN, SHOW [ALL] SLAVE[S] STATUS needs SLAVE MONITOR (1227);
 - in standalone mode a data or schema change needs WRITE (binlogd's name for the table privileges INSERT,
   UPDATE, DELETE, CREATE, DROP, ALTER...): 1142 for a table, 1044 for a database, as MariaDB answers a user
-  without them; FLUSH BINARY LOGS needs RELOAD, PURGE BINARY LOGS BINLOG ADMIN (1227).
+  without them; FLUSH BINARY LOGS needs RELOAD, PURGE BINARY LOGS (also in relay mode) BINLOG ADMIN (1227).
 """
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ def check_show(sql: str, privs: Priv, version: str) -> None:
         raise _need(*names)
 
 
+def check_purge(privs: Priv) -> None:
+    """PURGE BINARY LOGS, standalone and relay modes."""
+    if Priv.BINLOG_ADMIN not in privs:
+        raise _need("BINLOG ADMIN")
+
+
 _DML_PRIV = {"INSERT": "INSERT", "REPLACE": "INSERT", "UPDATE": "UPDATE", "DELETE": "DELETE"}
 _DDL_PRIV = {"CREATE": "CREATE", "DROP": "DROP", "ALTER": "ALTER", "TRUNCATE": "DROP", "RENAME": "ALTER"}
 
@@ -77,8 +83,8 @@ def check_write(stmt: object, sql: str, privs: Priv, user: str, peer: str, accou
     kind = getattr(stmt, "kind", None)
     if kind is Kind.FLUSH_LOGS and Priv.RELOAD not in privs:
         raise _need("RELOAD")
-    if kind is Kind.PURGE and Priv.BINLOG_ADMIN not in privs:
-        raise _need("BINLOG ADMIN")
+    if kind is Kind.PURGE:
+        check_purge(privs)
     if kind not in (Kind.DML, Kind.DDL, Kind.DB_DDL) or Priv.WRITE in privs:
         return
     verb = (leading_words(sql, 1, version) or ["?"])[0]

@@ -37,6 +37,7 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.groups import GroupTracker
 from binlogd.protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
 
+from ..expiry import PurgeRequest, choose_victims, file_mtime
 from .status import ER_SLAVE_RELAY_LOG_WRITE_FAILURE, RelayStatus
 
 if TYPE_CHECKING:
@@ -166,6 +167,17 @@ class RelayStorage:
         if not self.spilled and not self.rotate_pending and self.w.end != self.w.committed:
             self.w.commit()
             self._published()
+
+    def purge(self, req: PurgeRequest, in_use: set[str]) -> list[str]:
+        """PURGE BINARY LOGS or expiry of stored files (the rule: `server.expiry.choose_victims`); the active file
+        and the files a dump reads stay, and resuming from the stored end is unaffected."""
+        victims = choose_victims(self.w.files(), req, in_use, file_mtime(self.w.directory))
+        size = sum((self.w.directory / n).stat().st_size for n in victims if (self.w.directory / n).exists())
+        self.w.purge(victims)
+        self.status.stored_bytes -= size
+        if victims:
+            log.info("relay: purged %s", ", ".join(victims))
+        return victims
 
     # --- events ----------------------------------------------------------------------------------------
     def feed(self, runs: Sequence[bytes | bytearray]) -> None:

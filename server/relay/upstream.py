@@ -28,6 +28,7 @@ from binlogd.protocol.tls_options import TlsOptions
 from binlogd.server.passwords import mask_url_password
 from binlogd.server.semisync import SemiSyncSlave
 
+from ..expiry import PurgeRequest
 from .status import (
     ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
     ER_SLAVE_RELAY_LOG_WRITE_FAILURE,
@@ -122,6 +123,10 @@ class UpstreamRelay:
             return self.start() if start else await self.stop()
 
         return asyncio.run_coroutine_threadsafe(act(), loop).result(timeout)
+
+    async def purge(self, req: PurgeRequest, in_use: set[str]) -> list[str]:
+        """PURGE BINARY LOGS or expiry in the writer thread, between two stored batches."""
+        return await self._in_writer(self.storage.purge, req, in_use)  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         await self.stop()

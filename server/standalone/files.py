@@ -11,9 +11,7 @@ checkpoint names the file itself. A file is closed with a ROTATE naming the next
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import os
 import time
 from collections.abc import Callable
 
@@ -46,15 +44,11 @@ from binlogd.protocol.gtid import BinlogState
 from binlogd.protocol.gtid import Gtid as StateGtid
 
 from ..binlog_writer import BinlogWriter, RecoveryReport
-from ..sql_surface import SqlError
+from ..expiry import PurgeRequest, choose_victims, file_mtime
 from .logger import Group, encode_group
 from .schema import Catalogue, SchemaStore, replay
 
 log = logging.getLogger("binlogd.standalone")
-
-ER_LOG_IN_USE = 1378
-ER_UNKNOWN_TARGET_BINLOG = 1373
-ER_WRONG_VALUE = 1525
 
 
 def _events(specs: list[tuple[int, bytes, int]], start: int, timestamp: int, server_id: int) -> bytes:
@@ -226,31 +220,9 @@ class BinlogFiles:
         return self._start_next()  # publishes the ROTATE together with the file it names
 
     # --- purge ---------------------------------------------------------------------------------------
-    def purge(self, to: str | None, before: str | None, in_use: set[str]) -> list[str]:
-        """PURGE BINARY LOGS TO `to` (files before it) or BEFORE `before` (files last modified before that time).
-
-        A file a connected replica still reads is never deleted: MariaDB's 1378 when the range includes one.
-        """
-        names = self.w.files()
-        if to is not None:
-            if to not in names:
-                raise SqlError(ER_UNKNOWN_TARGET_BINLOG, "Target log not found in binlog index")
-            victims = names[: names.index(to)]
-        else:
-            assert before is not None
-            try:
-                limit = dt.datetime.fromisoformat(before.strip()).timestamp()
-            except ValueError:
-                raise SqlError(ER_WRONG_VALUE, f"Incorrect DATETIME value: '{before}'") from None
-            victims = []
-            for n in names[:-1]:
-                if os.stat(self.w.directory / n).st_mtime >= limit:
-                    break
-                victims.append(n)
-        busy = [n for n in victims if n in in_use]
-        if busy:
-            log.info("PURGE BINARY LOGS refused: %s is being read by a replica", busy[0])
-            raise SqlError(ER_LOG_IN_USE, "A purgeable log is in use, will not purge")
+    def purge(self, req: PurgeRequest, in_use: set[str]) -> list[str]:
+        """PURGE BINARY LOGS TO / BEFORE, or expiry: the rule is `server.expiry.choose_victims`."""
+        victims = choose_victims(self.w.files(), req, in_use, file_mtime(self.w.directory))
         self.w.purge(victims)
         if victims:
             log.info("purged %s", ", ".join(victims))

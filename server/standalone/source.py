@@ -30,6 +30,7 @@ from mysql_mimic.charset import Collation
 
 from .. import sysvars as SV
 from ..binlog_writer import BinlogWriteError, BinlogWriter
+from ..expiry import PurgeRequest, purge_request
 from ..semisync import SemiSyncMaster
 from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
 from ..store import BinlogStore
@@ -188,6 +189,10 @@ class StandaloneSource:
         finally:
             self._draining = False
 
+    async def purge(self, req: PurgeRequest) -> list[str]:
+        """PURGE BINARY LOGS or expiry, in the writer thread (never racing a commit or a rotation)."""
+        return await self._run(self.files.purge, req, self.server.files_in_use())  # type: ignore[no-any-return]
+
     # --- statements ----------------------------------------------------------------------------------
     async def execute(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
         try:
@@ -214,8 +219,10 @@ class StandaloneSource:
             log.info("FLUSH BINARY LOGS by connection %d: now writing %s", ws.thread_id, name)
             return Ok()
         if kind is Kind.PURGE:
-            in_use = {d.file for d in getattr(self.server, "dumps", {}).values()}
-            await self._run(self.files.purge, stmt.purge_to, stmt.purge_before, in_use)
+            req = purge_request(sql, st.database)
+            assert req is not None
+            await self.purge(req)
+            st.diagnostics = req.diagnostics()
             return Ok()
         if kind is Kind.BEGIN:
             await self._implicit_commit(st, ws)
