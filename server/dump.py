@@ -38,6 +38,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy
 from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
+from binlogd.protocol.io_cache import last_byte_read
 from binlogd.protocol.packets import eof_packet, err_packet, frame
 from binlogd.protocol.rewrite import (
     RewriteError,
@@ -162,6 +163,7 @@ class DumpStream:
         self.pos = params.pos  # end of the last event read in `file`
         self.last_event_pos = params.pos
         self.last_byte = params.pos
+        self._file_start = params.pos  # where this dump started reading the current file (4 after the first)
         self.alg = 0
         self.sent_upto = 0  # end of the last event the replica got (for the trailing-hole fix)
         self.skipper: GtidSkipper | None = None
@@ -483,6 +485,7 @@ class DumpStream:
         return await asyncio.to_thread(os.pread, fd, n, pos)
 
     async def _send_fde_and_events(self, fd: int, name: str, start: int, first: bool) -> None:
+        self._file_start = start
         head = await self._read_at(fd, 0, 64 * 1024)
         self.last_event_pos = BIN_LOG_HEADER_SIZE
         if len(head) < BIN_LOG_HEADER_SIZE + HEADER_LEN or head[BIN_LOG_HEADER_SIZE + 4] != FORMAT_DESCRIPTION_EVENT:
@@ -558,7 +561,7 @@ class DumpStream:
                         continue
                 if tail:
                     self.last_event_pos = pos
-                    self.last_byte = pos + tail
+                    self.last_byte = await asyncio.to_thread(self._last_byte_read, fd, pos, end)
                     raise DumpError("binlog truncated in the middle of event; consider out of disk space on master")
                 return
             if self.p.non_blocking:
@@ -569,6 +572,10 @@ class DumpStream:
                 return
             await self._maybe_sync_position()
             await self._wait(version, name, pos + tail)
+
+    def _last_byte_read(self, fd: int, failed_at: int, size: int) -> int:
+        """Where MariaDB's dump thread would say it stopped reading this file (its IO_CACHE replayed)."""
+        return last_byte_read(lambda p, n: os.pread(fd, n, p), size, self._file_start, failed_at)
 
     async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview:
         """What to frame next from `pos` (< `end`, the readable end): a view of the store's shared block holding
@@ -830,7 +837,7 @@ class DumpStream:
                         pol_holes = 0
                         run_p, run_sent, run_n = p, sent, sent + holes + events
                     self.seq = seq
-                    await self._send_fake_list(base + p, "gtid_start")
+                    await self._send_fake_list(base + p, "gtid_start", self.skipper.seen.as_list())
                     seq = self.seq
                     sent_end = p
                     if self.skipper.done:
@@ -887,15 +894,17 @@ class DumpStream:
         a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
         return _SEND if a == Action.PEEK_GTID else int(a)
 
-    async def _send_fake_list(self, log_pos: int, why: str = "position_sync") -> None:
-        """A fake GTID_LIST carrying the GTID state at `log_pos` of the current file (MariaDB's
-        until_binlog_state: the file's GTID_LIST plus the GTIDs read since)."""
-        state = await asyncio.to_thread(self.store.gtid_state_at, self.file, log_pos)
-        if state is None:  # the dump started at a position that is not an event boundary of the file
-            log.warning("%s no GTID state at %s:%d; fake GTID_LIST not sent", self.label, self.file, log_pos)
-            return
+    async def _send_fake_list(self, log_pos: int, why: str = "position_sync", gtids: list[Gtid] | None = None) -> None:
+        """A fake GTID_LIST at `log_pos` of the current file listing `gtids` (a GTID start: what MariaDB's
+        until_binlog_state holds), or by default the file's GTID state there (its GTID_LIST plus the GTIDs since)."""
+        if gtids is None:
+            state = await asyncio.to_thread(self.store.gtid_state_at, self.file, log_pos)
+            if state is None:  # the dump started at a position that is not an event boundary of the file
+                log.warning("%s no GTID state at %s:%d; fake GTID_LIST not sent", self.label, self.file, log_pos)
+                return
+            gtids = state.as_list()
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
-        ev = fake_gtid_list(self.server_id, log_pos, state.as_list(), checksum)
+        ev = fake_gtid_list(self.server_id, log_pos, gtids, checksum)
         self._put_event(ev)
         self.stats.fakes += 1
         if self.ledger is not None:

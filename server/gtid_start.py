@@ -16,6 +16,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.groups import GroupTracker
 from binlogd.protocol.gtid import BinlogState, Gtid
+from binlogd.protocol.mariadb_hash import HashedBinlogState
 
 NOT_FOUND_ANY_FILE = (
     "Could not find GTID state requested by slave in any binlog files. "
@@ -87,6 +88,9 @@ class GtidSkipper:
     empty_domains: set[int]
     group: GroupTracker = field(default_factory=GroupTracker)  # inside a group being dropped
     fake_list_due: bool = False
+    # MariaDB's until_binlog_state: the GTIDs read in this dump while a domain was pending (not the file's
+    # GTID_LIST), in MariaDB's HASH order; the fake GTID_LIST sent when a domain reaches its position lists them
+    seen: HashedBinlogState = field(default_factory=HashedBinlogState)
 
     @property
     def reached(self) -> bool:
@@ -99,6 +103,7 @@ class GtidSkipper:
 
     def on_gtid(self, g: Gtid, ev: bytes | bytearray | memoryview, pos: int, end: int) -> bool:
         """Called for every GTID event (at ev[pos:end]) while domains are pending; True = drop this group."""
+        self.seen.update(g)
         want = self.pending.get(g.domain)
         if want is None:
             return False
