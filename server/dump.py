@@ -29,15 +29,18 @@ from binlogd.protocol.constants import (
     CAP_GTID,
     CRC_LEN,
     ER_MASTER_FATAL_ERROR_READING_BINLOG,
+    ER_UNKNOWN_ERROR,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
+    GTID_LIST_EVENT,
+    GTID_LIST_FLAG_UNTIL_REACHED,
     HEADER_LEN,
     MAX_EVENT_SIZE,
     MAX_PACKET_PAYLOAD,
     START_ENCRYPTION_EVENT,
 )
 from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy
-from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
+from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid, peek_gtid_list
 from binlogd.protocol.io_cache import last_byte_read
 from binlogd.protocol.packets import eof_packet, err_packet, frame
 from binlogd.protocol.rewrite import (
@@ -51,7 +54,15 @@ from binlogd.protocol.rewrite import (
 )
 
 from .fault_writer import FaultStop, FaultWriter
-from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
+from .gtid_start import (
+    NOT_FOUND_ANY_FILE,
+    UNTIL_MALFORMED,
+    GtidSkipper,
+    GtidStartError,
+    check_start_position,
+    drop_reached_until,
+    file_acceptable,
+)
 from .ledger import NULL, EvRecord, Ledger, jstr
 from .store import BLOCK, BinlogStore, FramedChunk, StoreError
 
@@ -101,6 +112,7 @@ class DumpParams:
     first_rotate_crc: bool  # @master_binlog_checksum said CRC32
     heartbeat_ns: int = 0
     connect_state: str | None = None  # @slave_connect_state (GTID mode when not None)
+    until_state: str | None = None  # @slave_until_gtid: START SLAVE UNTIL master_gtid_pos (GTID mode only)
     gtid_strict: bool = False
     gtid_ignore_duplicates: bool = False
     compat: Compat = Compat.BINLOGD
@@ -418,6 +430,12 @@ class DumpStream:
             requested = parse_gtid_list(p.connect_state or "")
         except GtidError as e:
             raise DumpError(str(e), e.code, suffix=False) from e
+        until = None
+        if p.until_state is not None:
+            try:
+                until = parse_gtid_list(p.until_state)
+            except GtidError as e:
+                raise DumpError(UNTIL_MALFORMED, ER_UNKNOWN_ERROR, suffix=False) from e
         binlog = self.store.binlog_state()
         try:
             empty = check_start_position(requested, binlog, p.gtid_ignore_duplicates)
@@ -434,11 +452,13 @@ class DumpStream:
                 for g in head.gtid_list or []:
                     if requested.get(g.domain) == g:
                         del requested[g.domain]
-                self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty)
+                    if until is not None:
+                        drop_reached_until(until, g)
+                self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty, until=until)
                 self.file = name
                 return name
         if fallback is not None:  # nothing earlier: a file that has no GTID_LIST so far is accepted, like MariaDB
-            self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty)
+            self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty, until=until)
             self.file = fallback
             return fallback
         raise DumpError(NOT_FOUND_ANY_FILE, suffix=False)
@@ -546,6 +566,8 @@ class DumpStream:
             pos += consumed
             if self.out or self._recs:
                 await self._flush()
+            if self._done:  # START SLAVE UNTIL reached
+                return
             if consumed:
                 continue  # more may follow right away
             if self._tail is not None:  # nothing follows right away: the held-back run is queued now
@@ -842,6 +864,22 @@ class DumpStream:
                     sent_end = p
                     if self.skipper.done:
                         self.skipper = None  # start position reached: back to the plain loop
+                if self.skipper is not None and self.skipper.until_reached(mv, p - length, p, self._crc_len):
+                    if ledger:
+                        if nw:
+                            self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
+                            nw = 0
+                        k = sent + holes + events - run_n
+                        self._close_run(mv, base, run_p, p, k, k - sent + run_sent, pol_holes)
+                        pol_holes = 0
+                        run_p, run_sent, run_n = p, sent, sent + holes + events
+                    self.seq = seq
+                    await self._send_fake_list(base + p, "gtid_until", self.skipper.seen.as_list(),
+                                               GTID_LIST_FLAG_UNTIL_REACHED)
+                    seq = self.seq
+                    sent_end = p
+                    self._done = True  # MariaDB ends the dump here (EOF), blocking or not
+                    break
         finally:
             if ledger:
                 if nw:  # runs never cross a chunk end
@@ -880,7 +918,7 @@ class DumpStream:
                 self.last_event_pos = base + p
                 self.last_byte = base + end
                 raise DumpError("Failed to read Gtid_log_event: corrupt binlog") from e
-            if sk.pending:
+            if sk.pending or sk.until is not None:
                 try:
                     if sk.on_gtid(Gtid(d, s, n), mv, p, end):
                         self._skip_hole = True
@@ -888,13 +926,31 @@ class DumpStream:
                 except GtidStartError as e:
                     raise DumpError(e.text(), suffix=False) from e
             return int(self.table.lookup(typ, flags, bool(flags2 & 1)))
+        if typ == GTID_LIST_EVENT and sk.until is not None:
+            self._until_gtid_list(mv, p, end, base)
         if sk.in_skipped_group(mv, p, end, CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0):
             self._skip_hole = True
             return _HOLE
         a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
         return _SEND if a == Action.PEEK_GTID else int(a)
 
-    async def _send_fake_list(self, log_pos: int, why: str = "position_sync", gtids: list[Gtid] | None = None) -> None:
+    @property
+    def _crc_len(self) -> int:
+        return CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
+
+    def _until_gtid_list(self, mv: memoryview, p: int, end: int, base: int) -> None:
+        """A GTID_LIST event read while an UNTIL is set: MariaDB reloads its until_binlog_state from it."""
+        assert self.skipper is not None
+        try:
+            gtids, _flags = peek_gtid_list(mv, p, end - self._crc_len)
+        except ValueError as e:
+            self.last_event_pos = base + p
+            self.last_byte = base + end
+            raise DumpError("Failed to read Gtid_list_log_event: corrupt binlog") from e
+        self.skipper.on_gtid_list(gtids)
+
+    async def _send_fake_list(self, log_pos: int, why: str = "position_sync", gtids: list[Gtid] | None = None,
+                              flags: int = 0) -> None:
         """A fake GTID_LIST at `log_pos` of the current file listing `gtids` (a GTID start: what MariaDB's
         until_binlog_state holds), or by default the file's GTID state there (its GTID_LIST plus the GTIDs since)."""
         if gtids is None:
@@ -904,7 +960,7 @@ class DumpStream:
                 return
             gtids = state.as_list()
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
-        ev = fake_gtid_list(self.server_id, log_pos, gtids, checksum)
+        ev = fake_gtid_list(self.server_id, log_pos, gtids, checksum, flags)
         self._put_event(ev)
         self.stats.fakes += 1
         if self.ledger is not None:

@@ -24,6 +24,16 @@ NOT_FOUND_ANY_FILE = (
 )
 
 
+UNTIL_MALFORMED = "Out of memory or malformed slave request when obtaining UNTIL position sent from slave"
+
+
+def drop_reached_until(until: dict[int, Gtid], listed: Gtid) -> None:
+    """gtid_find_binlog_file: an UNTIL position at or before the start file's GTID_LIST entry is reached already."""
+    stop = until.get(listed.domain)
+    if stop is not None and stop.server == listed.server and stop.seq <= listed.seq:
+        del until[listed.domain]
+
+
 class GtidStartError(Exception):
     """A GTID start position the binlog cannot serve; `code` is MariaDB's (sent as 1236)."""
 
@@ -91,6 +101,14 @@ class GtidSkipper:
     # MariaDB's until_binlog_state: the GTIDs read in this dump while a domain was pending (not the file's
     # GTID_LIST), in MariaDB's HASH order; the fake GTID_LIST sent when a domain reaches its position lists them
     seen: HashedBinlogState = field(default_factory=HashedBinlogState)
+    # START SLAVE UNTIL master_gtid_pos (@slave_until_gtid): the domains whose stop position is not reached yet
+    # (None: no UNTIL), and once none is left, the group after which the dump stops
+    until: dict[int, Gtid] | None = None
+    until_group: GroupTracker | None = None
+
+    def __post_init__(self) -> None:
+        if self.until is not None and not self.until:  # every stop position is before the start file
+            self.until_group = GroupTracker()
 
     @property
     def reached(self) -> bool:
@@ -102,8 +120,17 @@ class GtidSkipper:
         return self.group.inside
 
     def on_gtid(self, g: Gtid, ev: bytes | bytearray | memoryview, pos: int, end: int) -> bool:
-        """Called for every GTID event (at ev[pos:end]) while domains are pending; True = drop this group."""
+        """Called for every GTID event (at ev[pos:end]) while domains are pending or an UNTIL is set;
+        True = drop this group."""
         self.seen.update(g)
+        drop = self._before_start(g)
+        if self.until is not None:
+            drop = self._after_until(g) or drop
+        if drop:
+            self.group.feed(ev, pos, end)
+        return drop
+
+    def _before_start(self, g: Gtid) -> bool:
         want = self.pending.get(g.domain)
         if want is None:
             return False
@@ -117,9 +144,32 @@ class GtidSkipper:
                 raise GtidStartError(ER_GTID_START_FROM_BINLOG_HOLE, want)
             del self.pending[g.domain]
             self.fake_list_due = True
-        if drop:
-            self.group.feed(ev, pos, end)
         return drop
+
+    def _after_until(self, g: Gtid) -> bool:
+        """MariaDB's UNTIL rule: a domain without a stop position left (reached, or never named) is skipped; the
+        group that reaches the last one is the last sent (skipped too when its seq_no is past the stop)."""
+        assert self.until is not None
+        stop = self.until.get(g.domain)
+        if stop is None:
+            return True
+        if g.server != stop.server or g.seq < stop.seq:
+            return False
+        del self.until[g.domain]
+        if not self.until:
+            self.until_group = GroupTracker()  # fed this GTID event by until_reached()
+        return g.seq > stop.seq
+
+    def on_gtid_list(self, gtids: list[Gtid]) -> None:
+        """A GTID_LIST event read with an UNTIL set: MariaDB reloads its until_binlog_state from it."""
+        if self.until is not None:
+            self.seen = HashedBinlogState()
+            for g in gtids:
+                self.seen.update(g)
+
+    def until_reached(self, ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int) -> bool:
+        """After each event (sent or dropped): True when the UNTIL stop is due now (the last group ended)."""
+        return self.until_group is not None and self.until_group.feed(ev, pos, end, crc_len)
 
     def in_skipped_group(self, ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int) -> bool:
         """Called for non-GTID events: True = drop (the event belongs to a group being skipped)."""
@@ -131,7 +181,7 @@ class GtidSkipper:
     @property
     def done(self) -> bool:
         """Nothing left to skip or to check: the dump can leave the per-event GTID path."""
-        return not self.pending and not self.group.inside and not self.fake_list_due
+        return not self.pending and not self.group.inside and not self.fake_list_due and self.until is None
 
     def take_fake_list(self) -> bool:
         if self.fake_list_due and not self.group.inside:
