@@ -29,7 +29,6 @@ from binlogd.protocol.constants import (
     CAP_GTID,
     CRC_LEN,
     ER_MASTER_FATAL_ERROR_READING_BINLOG,
-    ER_UNKNOWN_ERROR,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_LIST_EVENT,
@@ -56,7 +55,6 @@ from binlogd.protocol.rewrite import (
 from .fault_writer import FaultStop, FaultWriter
 from .gtid_start import (
     NOT_FOUND_ANY_FILE,
-    UNTIL_MALFORMED,
     GtidSkipper,
     GtidStartError,
     check_start_position,
@@ -435,7 +433,7 @@ class DumpStream:
             try:
                 until = parse_gtid_list(p.until_state)
             except GtidError as e:
-                raise DumpError(UNTIL_MALFORMED, ER_UNKNOWN_ERROR, suffix=False) from e
+                raise DumpError(str(e), e.code, suffix=False) from e  # MariaDB's first error wins: 1941
         binlog = self.store.binlog_state()
         try:
             empty = check_start_position(requested, binlog, p.gtid_ignore_duplicates)

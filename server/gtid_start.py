@@ -24,9 +24,6 @@ NOT_FOUND_ANY_FILE = (
 )
 
 
-UNTIL_MALFORMED = "Out of memory or malformed slave request when obtaining UNTIL position sent from slave"
-
-
 def drop_reached_until(until: dict[int, Gtid], listed: Gtid) -> None:
     """gtid_find_binlog_file: an UNTIL position at or before the start file's GTID_LIST entry is reached already."""
     stop = until.get(listed.domain)

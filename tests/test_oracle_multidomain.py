@@ -4,7 +4,8 @@ tests/data/oracle/multidomain/dump holds the binlog files and the captures that
 `python -m tests.data.oracle.multidomain.record` took from a real primary: file/position connects before, inside
 and after each domain's first group (capabilities 0/2/4, skip off/on), starts in the middle of an event and past the
 end, GTID connects from every replica state along the binlog (the fake GTID_LISTs: which domains and in which
-order), GTID states the binlog cannot serve, and connects after PURGE BINARY LOGS; dump/corrupt: closed files
+order), GTID states the binlog cannot serve, @slave_until_gtid (START SLAVE UNTIL master_gtid_pos), and connects after
+PURGE BINARY LOGS; dump/corrupt: closed files
 damaged on purpose (an event length over 1 GiB or under 19, files ending inside a header, inside a body, inside
 an event that crosses a read-buffer boundary, an event longer than it is). Each capture is replayed with the same
 session statements and command bytes; the stream must be identical byte for byte, 1236 texts included.
@@ -95,6 +96,9 @@ def test_captures_cover_the_cases() -> None:
                  "Client requested master to start replication from impossible position"):
         assert any(e.startswith(text) for e in errors), (text, errors)
     assert len(PURGED) >= 3 and len(DAMAGED) >= 12
+    untils = [n for n in CAPTURES if n.startswith("until_")]  # START SLAVE UNTIL master_gtid_pos
+    assert sum(1 for n in untils for e in _load(DUMP / n)[0]["events"]
+               if e["type"] == 163 and e["decoded"]["flags"] == 1) >= 5  # FLAG_UNTIL_REACHED
 
 
 @pytest.mark.parametrize("name", CAPTURES)

@@ -5,7 +5,8 @@ server_ids, waiting at each FLUSH BINARY LOGS for the new file's checkpoint so e
 once more so files 1-3 are closed, then records the COM_BINLOG_DUMP streams of variants() with the tests' own dump
 client: file/position connects before, inside and after each domain's first group in file 2 (capabilities 0/2/4,
 skip off/on), starts in the middle of an event, GTID connects from every replica state along the binlog, with
-some domains left out, with states the binlog cannot serve (ahead, diverged, unknown server_id or domain), and,
+some domains left out, with states the binlog cannot serve (ahead, diverged, unknown server_id or domain), with
+START SLAVE UNTIL master_gtid_pos (@slave_until_gtid), and,
 after PURGE BINARY LOGS TO file 2, the connects that then need the purged file. Default DIR: dump/ beside this
 file; a recording is published there only once it is complete. A re-run changes only run-dependent bytes
 (timestamps, CRCs, xids: ../shape.py).
@@ -129,6 +130,14 @@ def variants(g2: list[Group], g3: list[Group], g1: list[Group]) -> list[Variant]
             Variant("gtid_unknown_server_cap4", gtid="10-9-1"),
             Variant("gtid_unknown_domain_cap4", gtid=f"{g1[-1].gtid},99-1-5"),
             Variant("gtid_strict_hole_cap4", gtid=f"0-3-{_seq_of_server(history, 0, 3) - 1}")]
+    all_at = _state(g1 + g2)
+    out += [UntilVariant("until_inside_file2", gtid=g1[-1].gtid, until=f"{first[0].gtid},{d10}"),
+            UntilVariant("until_names_every_domain", gtid=f"{first[0].gtid},{d10}", until="0-3-5,10-2-2,2-1-1,7-2-1"),
+            UntilVariant("until_missing_seq", gtid="0-3-5,10-2-2,2-1-1,7-2-1", until="0-1-5,7-2-2"),
+            UntilVariant("until_reached_before_start", gtid=all_at, until=first[0].gtid),
+            UntilVariant("until_file3", gtid=all_at, until=_state(g3)),
+            UntilVariant("until_from_empty", gtid="", until="0-3-5"),
+            UntilVariant("until_malformed", gtid=g1[-1].gtid, until="0-1")]
     out += [Variant(f"{PURGED_PREFIX}gtid_file1_cap4", gtid=g1[0].gtid),
             Variant(f"{PURGED_PREFIX}gtid_file2_cap4", gtid=g1[-1].gtid),
             Variant(f"{PURGED_PREFIX}file1_cap4", file=FILES[0]),
@@ -254,6 +263,16 @@ class StrictVariant(Variant):
     def session_statements(self) -> list[str]:
         return [s.replace("@slave_gtid_strict_mode=0", "@slave_gtid_strict_mode=1")
                 for s in Variant.session_statements(self)]
+
+
+@dataclass(frozen=True, slots=True)
+class UntilVariant(Variant):
+    """A GTID connect with START SLAVE UNTIL master_gtid_pos: the replica's IO thread sets @slave_until_gtid."""
+
+    until: str = ""
+
+    def session_statements(self) -> list[str]:
+        return [*Variant.session_statements(self), f"SET @slave_until_gtid='{self.until}'"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
