@@ -1,6 +1,6 @@
 -- The workload behind the multi-domain captures (python -m tests.data.oracle.multidomain.record runs it).
 --
--- One session, as root, on a primary with server_id 1 (binlog_format MIXED, CRC32). Four GTID domains
+-- One session, as root, on a primary with server_id 1 (ROW, annotate events, CRC32). Four GTID domains
 -- (0, 10, 2, 7) and three server_ids (1, 2, 3) are set per statement with SET SESSION gtid_domain_id /
 -- server_id, so file 2 holds each domain's first event at a known place, interleaved, with flagged
 -- (skip_replication) groups in two domains, and file 3 starts with a GTID_LIST naming every domain in
