@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass
 from typing import Protocol
 
+from binlogd.protocol import errors
 from binlogd.protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
@@ -54,7 +55,6 @@ from binlogd.protocol.rewrite import (
 
 from .fault_writer import FaultStop, FaultWriter
 from .gtid_start import (
-    NOT_FOUND_ANY_FILE,
     GtidSkipper,
     GtidStartError,
     check_start_position,
@@ -368,8 +368,7 @@ class DumpStream:
         if not e.suffix:
             return e.message
         start = self.start_file or "."
-        return (f"{e.message}; the first event '{start}' at {self.start_pos}, the last event read from "
-                f"'{self.file}' at {self.last_event_pos}, the last byte read from '{self.file}' at {self.last_byte}.")
+        return errors.with_coordinates(e.message, start, self.start_pos, self.file, self.last_event_pos, self.last_byte)
 
     # --- output ------------------------------------------------------------------------------------------
     def _put_packet(self, payload: bytes) -> None:
@@ -409,17 +408,17 @@ class DumpStream:
         try:
             names = self.store.files()
         except StoreError as e:
-            raise DumpError("Binary log is not open", suffix=False) from e
+            raise DumpError(errors.BINLOG_NOT_OPEN, suffix=False) from e
         if p.connect_state is not None:
             return self._resolve_gtid_start(names), BIN_LOG_HEADER_SIZE
         name = p.file or names[0]
         if name not in names:
-            raise DumpError("Could not find first log file name in binary log index file", suffix=False)
+            raise DumpError(errors.FIRST_LOG_NOT_FOUND, suffix=False)
         self.file = name
         end = self.store.end_of(name)
         if p.pos < BIN_LOG_HEADER_SIZE or p.pos > end:
             self.last_event_pos = self.last_byte = BIN_LOG_HEADER_SIZE
-            raise DumpError("Client requested master to start replication from impossible position")
+            raise DumpError(errors.IMPOSSIBLE_POSITION)
         return name, p.pos
 
     def _resolve_gtid_start(self, names: list[str]) -> str:
@@ -459,7 +458,7 @@ class DumpStream:
             self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty, until=until)
             self.file = fallback
             return fallback
-        raise DumpError(NOT_FOUND_ANY_FILE, suffix=False)
+        raise DumpError(errors.GTID_STATE_NOT_FOUND, suffix=False)
 
     # --- main loop ------------------------------------------------------------------------------------------
     async def _serve(self) -> None:
@@ -475,7 +474,7 @@ class DumpStream:
                 return
             nxt = self.store.next_file(name)
             if nxt is None:
-                raise DumpError("could not find next log")
+                raise DumpError(errors.NEXT_LOG_NOT_FOUND)
             rotate_crc = self.alg == BINLOG_CHECKSUM_ALG_CRC32
             name, pos, first = nxt, BIN_LOG_HEADER_SIZE, False
 
@@ -491,7 +490,7 @@ class DumpStream:
         try:
             f = open(self.store.path(name), "rb")  # noqa: SIM115 - closed in finally; reads go to a thread
         except OSError as e:
-            raise DumpError(f"Could not open log file: {e.strerror}") from e
+            raise DumpError(errors.open_failed(e.strerror)) from e
         try:
             await self._send_fde_and_events(f.fileno(), name, pos, first)
         finally:
@@ -508,21 +507,20 @@ class DumpStream:
         self.last_event_pos = BIN_LOG_HEADER_SIZE
         if len(head) < BIN_LOG_HEADER_SIZE + HEADER_LEN or head[BIN_LOG_HEADER_SIZE + 4] != FORMAT_DESCRIPTION_EVENT:
             self.last_byte = len(head)
-            raise DumpError("Failed to find format descriptor event in start of binlog")
+            raise DumpError(errors.NO_FORMAT_DESCRIPTION)
         (fde_len,) = struct.unpack_from("<I", head, BIN_LOG_HEADER_SIZE + 9)
         fde_end = BIN_LOG_HEADER_SIZE + fde_len
         if fde_len < HEADER_LEN or fde_end > len(head):
             self.last_byte = len(head)
-            raise DumpError("Failed to find format descriptor event in start of binlog")
+            raise DumpError(errors.NO_FORMAT_DESCRIPTION)
         fde = head[BIN_LOG_HEADER_SIZE:fde_end]
         try:
             self.alg = fde_checksum_alg(fde)
         except BinlogFormatError as e:
-            raise DumpError("Corrupt Format_description event found or out-of-memory") from e
+            raise DumpError(errors.CORRUPT_FORMAT_DESCRIPTION) from e
         self.last_byte = self.pos = fde_end
         if self.alg == BINLOG_CHECKSUM_ALG_CRC32 and not self.p.checksum_aware:
-            raise DumpError("Slave can not handle replication events with the checksum that master is configured "
-                            "to log")
+            raise DumpError(errors.CHECKSUM_NOT_HANDLED)
         zero_pos = first and start > BIN_LOG_HEADER_SIZE
         zero_created = zero_pos or (self.skipper is not None and not self.skipper.reached)
         self._put_event(fix_fde(fde, zero_pos, zero_created, self.alg))
@@ -533,7 +531,7 @@ class DumpStream:
         # START_ENCRYPTION right after the FDE: binlogd cannot decrypt (and must never forward ciphertext)
         if len(head) >= fde_end + HEADER_LEN and head[fde_end + 4] == START_ENCRYPTION_EVENT:
             self.last_event_pos = fde_end
-            raise DumpError("Could not decrypt binlog: encryption key error")
+            raise DumpError(errors.DECRYPT_FAILED)
         del head  # not held while the file streams
         # MariaDB seeks to a start position > 4 without checking that it is an event boundary
         await self._stream(fd, name, start if start > BIN_LOG_HEADER_SIZE else fde_end)
@@ -582,7 +580,7 @@ class DumpStream:
                 if tail:
                     self.last_event_pos = pos
                     self.last_byte = await asyncio.to_thread(self._last_byte_read, fd, pos, end)
-                    raise DumpError("binlog truncated in the middle of event; consider out of disk space on master")
+                    raise DumpError(errors.READ_TRUNCATED)
                 return
             if self.p.non_blocking:
                 if tail:
@@ -796,7 +794,7 @@ class DumpStream:
                 if length < HEADER_LEN or length > MAX_EVENT_SIZE:
                     self.last_event_pos = base + p
                     self.last_byte = base + p + HEADER_LEN
-                    raise DumpError(check_event_length(length) or "bogus data in log event")
+                    raise DumpError(check_event_length(length) or errors.READ_BOGUS)
                 if end > n:
                     self._need = length
                     break
@@ -902,7 +900,7 @@ class DumpStream:
         if end - p < HEADER_LEN + 13:
             self.last_event_pos = base + p
             self.last_byte = base + end
-            raise DumpError("Failed to read Gtid_log_event: corrupt binlog")
+            raise DumpError(errors.CORRUPT_GTID)
         return int(self.table.lookup(GTID_EVENT, flags, bool(mv[p + HEADER_LEN + 12] & 1)))
 
     def _gtid_start_decide(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
@@ -915,7 +913,7 @@ class DumpStream:
             except ValueError as e:
                 self.last_event_pos = base + p
                 self.last_byte = base + end
-                raise DumpError("Failed to read Gtid_log_event: corrupt binlog") from e
+                raise DumpError(errors.CORRUPT_GTID) from e
             if sk.pending or sk.until is not None:
                 try:
                     if sk.on_gtid(Gtid(d, s, n), mv, p, end):
@@ -944,7 +942,7 @@ class DumpStream:
         except ValueError as e:
             self.last_event_pos = base + p
             self.last_byte = base + end
-            raise DumpError("Failed to read Gtid_list_log_event: corrupt binlog") from e
+            raise DumpError(errors.CORRUPT_GTID_LIST) from e
         self.skipper.on_gtid_list(gtids)
 
     async def _send_fake_list(self, log_pos: int, why: str = "position_sync", gtids: list[Gtid] | None = None,
@@ -978,9 +976,9 @@ class DumpStream:
             self.last_byte = pos + len(ev)
             typ = ev[4]
             if action == Action.BEGIN:
-                msg = "Failed to replace GTID event with backwards-compatible event: currupt event."
+                msg = errors.GTID_TO_BEGIN_FAILED
             elif typ == 160:
-                msg = "Failed to replace annotate_rows event with dummy: too small event."
+                msg = errors.ANNOTATE_DUMMY_FAILED
             else:
-                msg = "Failed to replace binlog checkpoint or gtid list event with dummy: too small event."
+                msg = errors.CHECKPOINT_DUMMY_FAILED
             raise DumpError(msg) from e

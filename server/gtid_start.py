@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from binlogd.protocol import errors
 from binlogd.protocol.constants import (
     ER_GTID_POSITION_NOT_FOUND_IN_BINLOG,
     ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2,
@@ -17,11 +18,6 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.groups import GroupTracker
 from binlogd.protocol.gtid import BinlogState, Gtid
 from binlogd.protocol.mariadb_hash import HashedBinlogState
-
-NOT_FOUND_ANY_FILE = (
-    "Could not find GTID state requested by slave in any binlog files. "
-    "Probably the slave state is too old and required binlog files have been purged."
-)
 
 
 def drop_reached_until(until: dict[int, Gtid], listed: Gtid) -> None:
@@ -40,15 +36,11 @@ class GtidStartError(Exception):
         super().__init__(self.text())
 
     def text(self) -> str:
-        g = self.gtid
         if self.code == ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2:
-            return (f"Error: connecting slave requested to start from GTID {g}, which is not in the master's "
-                    "binlog. Since the master's binlog contains GTIDs with higher sequence numbers, it probably "
-                    "means that the slave has diverged due to executing extra erroneous transactions")
+            return errors.gtid_diverged(self.gtid)
         if self.code == ER_GTID_START_FROM_BINLOG_HOLE:
-            return (f"The binlog on the master is missing the GTID {g} requested by the slave (even though both "
-                    "a prior and a subsequent sequence number does exist), and GTID strict mode is enabled")
-        return f"Error: connecting slave requested to start from GTID {g}, which is not in the master's binlog"
+            return errors.gtid_start_in_hole(self.gtid)
+        return errors.gtid_not_in_binlog(self.gtid)
 
 
 def check_start_position(requested: dict[int, Gtid], binlog: BinlogState, ignore_duplicates: bool) -> set[int]:

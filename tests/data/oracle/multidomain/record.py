@@ -1,16 +1,16 @@
 """Record the multi-domain MariaDB 10.11 captures: .venv/bin/python -m tests.data.oracle.multidomain.record [--out DIR]
 
-Starts a private MariaDB 10.11 primary (the oracle's: server_id 1, ROW, annotate events, CRC32), runs workload.sql (four GTID domains, three
-server_ids, waiting at each FLUSH BINARY LOGS for the new file's checkpoint so every run has the same layout), rotates
-once more so files 1-3 are closed, then records the COM_BINLOG_DUMP streams of variants() with the tests' own dump
-client: file/position connects before, inside and after each domain's first group in file 2 (capabilities 0/2/4,
-skip off/on), starts in the middle of an event, GTID connects from every replica state along the binlog, with
-some domains left out, with states the binlog cannot serve (ahead, diverged, unknown server_id or domain), with
-START SLAVE UNTIL master_gtid_pos (@slave_until_gtid), and, after PURGE BINARY LOGS TO file 2, the connects that
-then need the purged file. Last, dump/corrupt: six more closed files of about 23 KiB, each damaged on purpose
-while the primary is stopped, and its 1236 texts for dumps from several start positions. Default DIR: dump/
-beside this file; a recording is published there only once it is complete. A re-run changes only run-dependent bytes
-(timestamps, CRCs, xids: ../shape.py).
+Starts a private MariaDB 10.11 primary (the oracle's: server_id 1, ROW, annotate events, CRC32), runs workload.sql
+(four GTID domains, three server_ids, waiting at each FLUSH BINARY LOGS for the new file's checkpoint so every run
+has the same layout), rotates once more so files 1-3 are closed, then records the COM_BINLOG_DUMP streams of
+variants() with the tests' own dump client: file/position connects before, inside and after each domain's first
+group in file 2 (capabilities 0/2/4, skip off/on), starts in the middle of an event, GTID connects from every
+replica state along the binlog, with some domains left out, with states the binlog cannot serve (ahead, diverged,
+unknown server_id or domain), with START SLAVE UNTIL master_gtid_pos (@slave_until_gtid), and, after PURGE BINARY
+LOGS TO file 2, the connects that then need the purged file. Last, dump/corrupt: six more closed files of about 23
+KiB, each damaged on purpose while the primary is stopped, and its 1236 texts for dumps from several start
+positions. Default DIR: dump/ beside this file; a recording is published there only once it is complete. A re-run
+changes only run-dependent bytes (timestamps, CRCs, xids: ../shape.py).
 """
 
 from __future__ import annotations
