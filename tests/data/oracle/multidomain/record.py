@@ -130,7 +130,11 @@ def variants(g2: list[Group], g3: list[Group], g1: list[Group]) -> list[Variant]
             Variant("gtid_diverged_cap4", gtid=f"0-1-{_seq_of_server(history, 0, 3)}"),
             Variant("gtid_unknown_server_cap4", gtid="10-9-1"),
             Variant("gtid_unknown_domain_cap4", gtid=f"{g1[-1].gtid},99-1-5"),
-            Variant("gtid_strict_hole_cap4", gtid=f"0-3-{_seq_of_server(history, 0, 3) - 1}")]
+            Variant("gtid_strict_hole_cap4", gtid=f"0-3-{_seq_of_server(history, 0, 3) - 1}"),
+            # several domains, one of them ahead / naming a server_id the domain never had
+            Variant("gtid_ahead_in_d10_cap4", gtid=f"{first[0].gtid},10-2-100,2-1-1"),
+            Variant("gtid_unknown_server_in_d7_cap4", gtid=f"{first[0].gtid},{d10},7-9-1"),
+            Variant("gtid_unknown_domains_cap4", gtid=f"{first[0].gtid},{d10},98-1-1,99-2-7")]
     all_at = _state(g1 + g2)
     out += [UntilVariant("until_inside_file2", gtid=g1[-1].gtid, until=f"{first[0].gtid},{d10}"),
             UntilVariant("until_names_every_domain", gtid=f"{first[0].gtid},{d10}", until="0-3-5,10-2-2,2-1-1,7-2-1"),
