@@ -14,8 +14,10 @@ session statements and command bytes; the stream must be identical byte for byte
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,9 @@ from binlogd.protocol.io_cache import last_byte_read
 from binlogd.protocol.mariadb_hash import HashedBinlogState, hash_sort_bin
 
 from binlogd.testing import Binlogd
+from tests.data.oracle import records
+from tests.data.oracle.multidomain.record import main as record_main
+from tests.data.oracle.shape import binlog_shape, capture_shape
 from tests.dumpclient import raw_dump, split_packets
 from tests.oracle_data import REPO_ROOT
 
@@ -170,3 +175,33 @@ def test_binlog_files_are_the_recorded_ones() -> None:
         if cols[0] in FILES:
             ends[cols[0]] = int(cols[4])
     assert {f: (DUMP / f).stat().st_size for f in FILES} == ends
+
+
+@pytest.mark.parametrize("path", [DUMP / n for n in CAPTURES] + [CORRUPT / n for n in DAMAGED], ids=lambda p: p.stem)
+def test_stored_json_is_rebuilt_from_raw(path: Path) -> None:
+    """Each .json is what the oracle's record builder makes of its .raw (one format for both oracles)."""
+    doc, raw = _load(path)
+    events, end = records.stream_records(raw, [e["t_ms"] / 1000 for e in doc["events"]])
+    assert events == doc["events"] and end == doc["end"]
+    assert records.dumps(doc) == path.with_suffix(".json").read_text()
+
+
+def test_recording_again_changes_only_run_dependent_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m tests.data.oracle.multidomain.record` on a fresh primary gives the stored files and streams apart
+    from timestamps, CRCs and ids (the lengthened event of longer_* carries the next events' timestamps: its end
+    and its event count are compared)."""
+    monkeypatch.setenv("TMPDIR", os.environ.get("TMPDIR", "/tmp"))  # the recorder points TMPDIR at its own dir
+    monkeypatch.setattr(tempfile, "tempdir", tempfile.tempdir)
+    assert record_main(["--out", str(tmp_path / "new")]) == 0
+    new = tmp_path / "new"
+    for f in FILES:
+        assert binlog_shape((new / f).read_bytes()) == binlog_shape((DUMP / f).read_bytes()), f
+    assert sorted(p.stem for p in new.glob("*.json")) == CAPTURES
+    assert sorted(p.stem for p in (new / "corrupt").glob("*.json")) == DAMAGED
+    for path in [DUMP / n for n in CAPTURES] + [CORRUPT / n for n in DAMAGED]:
+        old_doc = _load(path)[0]
+        new_doc = json.loads((new / path.relative_to(DUMP)).with_suffix(".json").read_text())
+        if path.stem.startswith("longer_"):
+            assert (new_doc["end"], len(new_doc["events"])) == (old_doc["end"], len(old_doc["events"]))
+        else:
+            assert capture_shape(new_doc) == capture_shape(old_doc), path.stem
