@@ -25,10 +25,10 @@ DECRYPT_FAILED = "Could not decrypt binlog: encryption key error"
 READ_BOGUS = "bogus data in log event"
 READ_TOO_LARGE = "log event entry exceeded max_allowed_packet; Increase max_allowed_packet on master"
 READ_TRUNCATED = "binlog truncated in the middle of event; consider out of disk space on master"
-# send_event_to_slave (spelling as in MariaDB's source)
+# send_event_to_slave (10.11.19 spells "corrupt"; older sources and the spec had "currupt")
 CORRUPT_GTID = "Failed to read Gtid_log_event: corrupt binlog"
 CORRUPT_GTID_LIST = "Failed to read Gtid_list_log_event: corrupt binlog"
-GTID_TO_BEGIN_FAILED = "Failed to replace GTID event with backwards-compatible event: currupt event."
+GTID_TO_BEGIN_FAILED = "Failed to replace GTID event with backwards-compatible event: corrupt event."
 ANNOTATE_DUMMY_FAILED = "Failed to replace annotate_rows event with dummy: too small event."
 CHECKPOINT_DUMMY_FAILED = "Failed to replace binlog checkpoint or gtid list event with dummy: too small event."
 

@@ -74,6 +74,7 @@ _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_G
 _BIG = MAX_PACKET_PAYLOAD - 1  # an event this long needs several MySQL packets (general path)
 _ACTION_NAME = {int(Action.SEND): "sent", int(Action.HOLE): "hole", int(Action.DUMMY): "dummy",
                 int(Action.BEGIN): "begin"}
+GTID_POST_HEADER_LEN = 19  # a GTID event's post-header (MariaDB's Gtid_log_event::POST_HEADER_LENGTH)
 _NOT_IN_GROUPS = frozenset({3, 4, 15, 161, 163})  # STOP, ROTATE, FDE, BINLOG_CHECKPOINT, GTID_LIST: no `gtid`
 _GTID_IDS = struct.Struct("<5xI10xQI")  # server_id, seq_no, domain_id of a GTID event (header + body start)
 
@@ -897,10 +898,10 @@ class DumpStream:
 
     def _gtid_action(self, mv: memoryview, p: int, end: int, flags: int, base: int) -> int:
         """The answer for a GTID event whose action depends on its FL_STANDALONE bit."""
-        if end - p < HEADER_LEN + 13:
+        if end - p < HEADER_LEN + GTID_POST_HEADER_LEN:  # Gtid_log_event::make_compatible_event refuses it
             self.last_event_pos = base + p
             self.last_byte = base + end
-            raise DumpError(errors.CORRUPT_GTID)
+            raise DumpError(errors.GTID_TO_BEGIN_FAILED)
         return int(self.table.lookup(GTID_EVENT, flags, bool(mv[p + HEADER_LEN + 12] & 1)))
 
     def _gtid_start_decide(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
@@ -908,12 +909,11 @@ class DumpStream:
         sk = self.skipper
         assert sk is not None
         if typ == GTID_EVENT:
-            try:
-                d, s, n, flags2 = peek_gtid(mv, p)
-            except ValueError as e:
+            if end - p - self._crc_len < HEADER_LEN + GTID_POST_HEADER_LEN:  # Gtid_log_event::peek refuses it
                 self.last_event_pos = base + p
                 self.last_byte = base + end
-                raise DumpError(errors.CORRUPT_GTID) from e
+                raise DumpError(errors.CORRUPT_GTID)
+            d, s, n, flags2 = peek_gtid(mv, p)
             if sk.pending or sk.until is not None:
                 try:
                     if sk.on_gtid(Gtid(d, s, n), mv, p, end):

@@ -7,7 +7,7 @@ variants() with the tests' own dump client: file/position connects before, insid
 group in file 2 (capabilities 0/2/4, skip off/on), starts in the middle of an event, GTID connects from every
 replica state along the binlog, with some domains left out, with states the binlog cannot serve (ahead, diverged,
 unknown server_id or domain), with START SLAVE UNTIL master_gtid_pos (@slave_until_gtid), and, after PURGE BINARY
-LOGS TO file 2, the connects that then need the purged file. Last, dump/corrupt: six more closed files of about 23
+LOGS TO file 2, the connects that then need the purged file. Last, dump/corrupt: seven more closed files of about 23
 KiB, each damaged on purpose while the primary is stopped, and its 1236 texts for dumps from several start
 positions. Default DIR: dump/ beside this file; a recording is published there only once it is complete. A re-run
 changes only run-dependent bytes (timestamps, CRCs, xids: ../shape.py).
@@ -38,7 +38,7 @@ WORKLOAD = HERE / "workload.sql"
 FILES = [f"mysql-bin.00000{n}" for n in (1, 2, 3, 4)]
 PURGED_PREFIX = "purged_"
 CORRUPT_DIR = "corrupt"
-CORRUPT_FIRST = 5  # files 5-10 get a damaged copy each; 11 and 12 are the ones the restarted primary leaves
+CORRUPT_FIRST = 5  # files 5-11 get a damaged copy each; 12 and 13 are the ones the restarted primary leaves
 BIG_ROWS = 60  # rows per damaged file: about 25 KiB, so reads cross MariaDB's 8 KiB IO_CACHE buffers
 
 
@@ -178,7 +178,7 @@ def record(primary: MariaDB, out: Path) -> list[str]:
 
 
 def _big_files(primary: MariaDB) -> list[str]:
-    """Six more closed files of about 25 KiB (BIG_ROWS autocommit groups each) to damage afterwards."""
+    """Seven more closed files of about 25 KiB (BIG_ROWS autocommit groups each) to damage afterwards."""
     conn = primary.connect(charset=WORKLOAD_CHARSET)
     names = []
     try:
@@ -206,11 +206,25 @@ def _events(data: bytes) -> list[tuple[int, int]]:
     return out
 
 
-def _damage(path: Path, how: str) -> list[int]:
-    """Damage a closed file the way `how` says; return the start positions for the dumps: 4 and an event
-    boundary past the first 8 KiB or 12 KiB (MariaDB's 8 KiB read buffers then end at other places)."""
+def _damage(path: Path, how: str, others: str) -> list[Variant]:
+    """Damage a closed file the way `how` says; return the dumps to record: from 4 and from an event boundary past
+    the first 8 KiB or 12 KiB (MariaDB's read buffer then ends at other places), or for a GTID event too short to
+    hold a GTID, file/pos dumps with capabilities 0 and 4 and a GTID connect that has to look at it (its state:
+    `others`, the other domains' last GTIDs, and a GTID after the damaged one)."""
     data = bytearray(path.read_bytes())
     evs = _events(bytes(data))
+    if how == "shortgtid":
+        gtids = [(p, n) for p, n in evs if data[p + 4] == 162]
+        p, _ = gtids[len(gtids) // 2]
+        later = gtids[len(gtids) // 2 + 2][0]
+        seq = int.from_bytes(data[later + 19 : later + 27], "little")
+        domain = int.from_bytes(data[later + 27 : later + 31], "little")
+        server = int.from_bytes(data[later + 5 : later + 9], "little")
+        data[p + 9 : p + 13] = (27).to_bytes(4, "little")
+        path.write_bytes(bytes(data))
+        return [Variant("shortgtid_cap0", capability="0", file=path.name), Variant("shortgtid_cap4", file=path.name),
+                Variant("shortgtid_gtid_cap4", gtid=",".join([f"{domain}-{server}-{seq}", *(
+                    g for g in others.split(",") if not g.startswith(f"{domain}-"))]))]
     near = {target: min(evs, key=lambda e: abs(e[0] - target)) for target in (5000, 12000, 16000)}
     mid = next(p for p, _ in evs if p > 8192)
     starts = [4, mid]
@@ -230,28 +244,27 @@ def _damage(path: Path, how: str) -> list[int]:
         del data[min(p + n - 1, 16384 + 20) :]
         starts.append(next(p for p, _ in evs if p > 12288 + 100))
     path.write_bytes(bytes(data))
-    return starts
+    return [Variant(f"{how}_from{pos}", file=path.name, pos=pos) for pos in starts]
 
 
 HEADER = 19
-DAMAGES = ("toolarge", "bogus", "tornbody", "tornheader", "longer", "tornspan")
+DAMAGES = ("toolarge", "bogus", "tornbody", "tornheader", "longer", "tornspan", "shortgtid")
 
 
 def record_corrupt(primary: MariaDB, out: Path) -> list[str]:
     """Damaged closed files served by a real primary (restarted on them): its 1236 texts and "last byte read"
     positions. Their own directory: the damaged files and the one the restart opens."""
+    others = str(primary.query("SELECT @@gtid_binlog_pos")[0][0])
     names = _big_files(primary)
     primary.stop()
-    starts = {f: _damage(primary.datadir / f, how) for f, how in zip(names, DAMAGES, strict=True)}
+    dumps = [v for f, how in zip(names, DAMAGES, strict=True) for v in _damage(primary.datadir / f, how, others)]
     primary.restart()
     out.mkdir(parents=True, exist_ok=True)
     recorded = []
-    for (f, positions), how in zip(starts.items(), DAMAGES, strict=True):
-        for pos in positions:
-            v = Variant(f"{how}_from{pos}", file=f, pos=pos)
-            doc, raw = capture(primary, v)
-            write_capture(out, v.name, doc, raw)
-            recorded.append(f"{CORRUPT_DIR}/{v.name}")
+    for v in dumps:
+        doc, raw = capture(primary, v)
+        write_capture(out, v.name, doc, raw)
+        recorded.append(f"{CORRUPT_DIR}/{v.name}")
     files = sorted(p.name for p in primary.datadir.glob("mysql-bin.[0-9]*") if int(p.suffix[1:]) >= CORRUPT_FIRST)
     for f in files:
         shutil.copyfile(primary.datadir / f, out / f)
