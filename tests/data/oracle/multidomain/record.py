@@ -7,7 +7,7 @@ variants() with the tests' own dump client: file/position connects before, insid
 group in file 2 (capabilities 0/2/4, skip off/on), starts in the middle of an event, GTID connects from every
 replica state along the binlog, with some domains left out, with states the binlog cannot serve (ahead, diverged,
 unknown server_id or domain), with START SLAVE UNTIL master_gtid_pos (@slave_until_gtid), and, after PURGE BINARY
-LOGS TO file 2, the connects that then need the purged file. Last, dump/corrupt: seven more closed files of about 23
+LOGS TO file 2, the connects that then need the purged file. Last, dump/corrupt: eight more closed files of about 23
 KiB, each damaged on purpose while the primary is stopped, and its 1236 texts for dumps from several start
 positions. Default DIR: dump/ beside this file; a recording is published there only once it is complete. A re-run
 changes only run-dependent bytes (timestamps, CRCs, xids: ../shape.py).
@@ -38,7 +38,7 @@ WORKLOAD = HERE / "workload.sql"
 FILES = [f"mysql-bin.00000{n}" for n in (1, 2, 3, 4)]
 PURGED_PREFIX = "purged_"
 CORRUPT_DIR = "corrupt"
-CORRUPT_FIRST = 5  # files 5-11 get a damaged copy each; 12 and 13 are the ones the restarted primary leaves
+CORRUPT_FIRST = 5  # files 5-12 get a damaged copy each; 13 and 14 are the ones the restarted primary leaves
 BIG_ROWS = 60  # rows per damaged file: about 25 KiB, so reads cross MariaDB's 8 KiB IO_CACHE buffers
 
 
@@ -178,17 +178,17 @@ def record(primary: MariaDB, out: Path) -> list[str]:
 
 
 def _big_files(primary: MariaDB) -> list[str]:
-    """Seven more closed files of about 25 KiB (BIG_ROWS autocommit groups each) to damage afterwards."""
+    """One more closed file per damage, of about 23 KiB (BIG_ROWS autocommit groups; tornfar twice as many)."""
     conn = primary.connect(charset=WORKLOAD_CHARSET)
     names = []
     try:
         with conn.cursor() as cur:
             cur.execute("CREATE TABLE m.big (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
-            for n in range(CORRUPT_FIRST, CORRUPT_FIRST + len(DAMAGES)):
+            for n, how in enumerate(DAMAGES, CORRUPT_FIRST):
                 cur.execute("FLUSH BINARY LOGS")
                 names.append(f"mysql-bin.{n:06d}")
                 wait_checkpoint(primary, names[-1])
-                for i in range(BIG_ROWS):
+                for i in range(BIG_ROWS * (2 if how == "tornfar" else 1)):
                     cur.execute(f"INSERT INTO m.big VALUES ({n * 1000 + i}, REPEAT('{n % 10}', 150))")
             cur.execute("FLUSH BINARY LOGS")
             wait_checkpoint(primary, f"mysql-bin.{CORRUPT_FIRST + len(DAMAGES):06d}")
@@ -243,12 +243,17 @@ def _damage(path: Path, how: str, others: str) -> list[Variant]:
         p, n = next((p, n) for p, n in evs if p + HEADER < 16384 < p + n)
         del data[min(p + n - 1, 16384 + 20) :]
         starts.append(next(p for p, _ in evs if p > 12288 + 100))
+    elif how == "tornfar":  # the same at 32 KiB, from 4 (a buffer ends there) and from a start whose seek
+        # leaves the first buffer, so that its refills end at 36 KiB instead
+        p, n = next((p, n) for p, n in evs if p + HEADER < 32768 < p + n)
+        del data[min(p + n - 1, 32768 + 20) :]
+        starts = [4, next(p for p, _ in evs if p > 20480 + 100)]
     path.write_bytes(bytes(data))
     return [Variant(f"{how}_from{pos}", file=path.name, pos=pos) for pos in starts]
 
 
 HEADER = 19
-DAMAGES = ("toolarge", "bogus", "tornbody", "tornheader", "longer", "tornspan", "shortgtid")
+DAMAGES = ("toolarge", "bogus", "tornbody", "tornheader", "longer", "tornspan", "shortgtid", "tornfar")
 
 
 def record_corrupt(primary: MariaDB, out: Path) -> list[str]:
