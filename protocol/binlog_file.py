@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from . import events
+from . import errors, events
 from .checksum import crc_ok
 from .constants import (
     BIN_LOG_HEADER_SIZE,
@@ -70,9 +70,9 @@ def fde_checksum_alg(fde: bytes | bytearray | memoryview) -> int:
 def check_event_length(length: int) -> str | None:
     """MariaDB's read-error text for an impossible event length, or None when it is plausible."""
     if length < HEADER_LEN:
-        return "bogus data in log event"
+        return errors.READ_BOGUS
     if length > MAX_EVENT_SIZE:
-        return "log event entry exceeded max_allowed_packet; Increase max_allowed_packet on master"
+        return errors.READ_TOO_LARGE
     return None
 
 

@@ -314,6 +314,7 @@ class ReplicationConnection(StrictConnection):
             first_rotate_crc=str(checksum).upper() == "CRC32",
             heartbeat_ns=max(0, heartbeat_ns),
             connect_state=None if connect_state is None else str(connect_state),
+            until_state=None if uv.get("slave_until_gtid") is None else str(uv.get("slave_until_gtid")),
             gtid_strict=_truthy(uv.get("slave_gtid_strict_mode")),
             gtid_ignore_duplicates=_truthy(uv.get("slave_gtid_ignore_duplicates")),
             compat=self.primary.compat,

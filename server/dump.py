@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from binlogd.protocol import errors
 from binlogd.protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
@@ -33,13 +34,16 @@ from binlogd.protocol.constants import (
     ER_MASTER_FATAL_ERROR_READING_BINLOG,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
+    GTID_LIST_EVENT,
+    GTID_LIST_FLAG_UNTIL_REACHED,
     HEADER_LEN,
     MAX_EVENT_SIZE,
     MAX_PACKET_PAYLOAD,
     START_ENCRYPTION_EVENT,
 )
 from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy
-from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
+from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid, peek_gtid_list
+from binlogd.protocol.io_cache import last_byte_read
 from binlogd.protocol.packets import eof_packet, err_packet, frame
 from binlogd.protocol.rewrite import (
     RewriteError,
@@ -53,7 +57,13 @@ from binlogd.protocol.rewrite import (
 from binlogd.protocol.semisync import event_prefix
 
 from .fault_writer import FaultStop, FaultWriter
-from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
+from .gtid_start import (
+    GtidSkipper,
+    GtidStartError,
+    check_start_position,
+    drop_reached_until,
+    file_acceptable,
+)
 from .ledger import NULL, EvRecord, Ledger, jstr
 from .semisync import SemiSyncMaster
 from .store import BLOCK, BinlogStore, FramedChunk, StoreError
@@ -68,6 +78,7 @@ _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_G
 _BIG = MAX_PACKET_PAYLOAD - 1  # an event this long needs several MySQL packets (general path)
 _ACTION_NAME = {int(Action.SEND): "sent", int(Action.HOLE): "hole", int(Action.DUMMY): "dummy",
                 int(Action.BEGIN): "begin"}
+GTID_POST_HEADER_LEN = 19  # a GTID event's post-header (MariaDB's Gtid_log_event::POST_HEADER_LENGTH)
 _NOT_IN_GROUPS = frozenset({3, 4, 15, 161, 163})  # STOP, ROTATE, FDE, BINLOG_CHECKPOINT, GTID_LIST: no `gtid`
 _GTID_IDS = struct.Struct("<5xI10xQI")  # server_id, seq_no, domain_id of a GTID event (header + body start)
 
@@ -105,6 +116,7 @@ class DumpParams:
     first_rotate_crc: bool  # @master_binlog_checksum said CRC32
     heartbeat_ns: int = 0
     connect_state: str | None = None  # @slave_connect_state (GTID mode when not None)
+    until_state: str | None = None  # @slave_until_gtid: START SLAVE UNTIL master_gtid_pos (GTID mode only)
     gtid_strict: bool = False
     gtid_ignore_duplicates: bool = False
     compat: Compat = Compat.BINLOGD
@@ -174,6 +186,7 @@ class DumpStream:
         self.pos = params.pos  # end of the last event read in `file`
         self.last_event_pos = params.pos
         self.last_byte = params.pos
+        self._file_start = params.pos  # where this dump started reading the current file (4 after the first)
         self.alg = 0
         self.sent_upto = 0  # end of the last event the replica got (for the trailing-hole fix)
         self.skipper: GtidSkipper | None = None
@@ -368,8 +381,7 @@ class DumpStream:
         if not e.suffix:
             return e.message
         start = self.start_file or "."
-        return (f"{e.message}; the first event '{start}' at {self.start_pos}, the last event read from "
-                f"'{self.file}' at {self.last_event_pos}, the last byte read from '{self.file}' at {self.last_byte}.")
+        return errors.with_coordinates(e.message, start, self.start_pos, self.file, self.last_event_pos, self.last_byte)
 
     # --- output ------------------------------------------------------------------------------------------
     def _put_packet(self, payload: bytes) -> None:
@@ -434,17 +446,17 @@ class DumpStream:
         try:
             names = self.store.files()
         except StoreError as e:
-            raise DumpError("Binary log is not open", suffix=False) from e
+            raise DumpError(errors.BINLOG_NOT_OPEN, suffix=False) from e
         if p.connect_state is not None:
             return self._resolve_gtid_start(names), BIN_LOG_HEADER_SIZE
         name = p.file or names[0]
         if name not in names:
-            raise DumpError("Could not find first log file name in binary log index file", suffix=False)
+            raise DumpError(errors.FIRST_LOG_NOT_FOUND, suffix=False)
         self.file = name
         end = self.store.end_of(name)
         if p.pos < BIN_LOG_HEADER_SIZE or p.pos > end:
             self.last_event_pos = self.last_byte = BIN_LOG_HEADER_SIZE
-            raise DumpError("Client requested master to start replication from impossible position")
+            raise DumpError(errors.IMPOSSIBLE_POSITION)
         return name, p.pos
 
     def _resolve_gtid_start(self, names: list[str]) -> str:
@@ -453,6 +465,12 @@ class DumpStream:
             requested = parse_gtid_list(p.connect_state or "")
         except GtidError as e:
             raise DumpError(str(e), e.code, suffix=False) from e
+        until = None
+        if p.until_state is not None:
+            try:
+                until = parse_gtid_list(p.until_state)
+            except GtidError as e:
+                raise DumpError(str(e), e.code, suffix=False) from e  # MariaDB's first error wins: 1941
         binlog = self.store.binlog_state()
         try:
             empty = check_start_position(requested, binlog, p.gtid_ignore_duplicates)
@@ -469,14 +487,16 @@ class DumpStream:
                 for g in head.gtid_list or []:
                     if requested.get(g.domain) == g:
                         del requested[g.domain]
-                self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty)
+                    if until is not None:
+                        drop_reached_until(until, g)
+                self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty, until=until)
                 self.file = name
                 return name
         if fallback is not None:  # nothing earlier: a file that has no GTID_LIST so far is accepted, like MariaDB
-            self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty)
+            self.skipper = GtidSkipper(dict(requested), p.gtid_strict, empty, until=until)
             self.file = fallback
             return fallback
-        raise DumpError(NOT_FOUND_ANY_FILE, suffix=False)
+        raise DumpError(errors.GTID_STATE_NOT_FOUND, suffix=False)
 
     # --- main loop ------------------------------------------------------------------------------------------
     async def _serve(self) -> None:
@@ -494,7 +514,7 @@ class DumpStream:
                 return
             nxt = self.store.next_file(name)
             if nxt is None:
-                raise DumpError("could not find next log")
+                raise DumpError(errors.NEXT_LOG_NOT_FOUND)
             rotate_crc = self.alg == BINLOG_CHECKSUM_ALG_CRC32
             name, pos, first = nxt, BIN_LOG_HEADER_SIZE, False
 
@@ -510,7 +530,7 @@ class DumpStream:
         try:
             f = open(self.store.path(name), "rb")  # noqa: SIM115 - closed in finally; reads go to a thread
         except OSError as e:
-            raise DumpError(f"Could not open log file: {e.strerror}") from e
+            raise DumpError(errors.open_failed(e.strerror)) from e
         try:
             await self._send_fde_and_events(f.fileno(), name, pos, first)
         finally:
@@ -522,25 +542,25 @@ class DumpStream:
         return await asyncio.to_thread(os.pread, fd, n, pos)
 
     async def _send_fde_and_events(self, fd: int, name: str, start: int, first: bool) -> None:
+        self._file_start = start
         head = await self._read_at(fd, 0, 64 * 1024)
         self.last_event_pos = BIN_LOG_HEADER_SIZE
         if len(head) < BIN_LOG_HEADER_SIZE + HEADER_LEN or head[BIN_LOG_HEADER_SIZE + 4] != FORMAT_DESCRIPTION_EVENT:
             self.last_byte = len(head)
-            raise DumpError("Failed to find format descriptor event in start of binlog")
+            raise DumpError(errors.NO_FORMAT_DESCRIPTION)
         (fde_len,) = struct.unpack_from("<I", head, BIN_LOG_HEADER_SIZE + 9)
         fde_end = BIN_LOG_HEADER_SIZE + fde_len
         if fde_len < HEADER_LEN or fde_end > len(head):
             self.last_byte = len(head)
-            raise DumpError("Failed to find format descriptor event in start of binlog")
+            raise DumpError(errors.NO_FORMAT_DESCRIPTION)
         fde = head[BIN_LOG_HEADER_SIZE:fde_end]
         try:
             self.alg = fde_checksum_alg(fde)
         except BinlogFormatError as e:
-            raise DumpError("Corrupt Format_description event found or out-of-memory") from e
+            raise DumpError(errors.CORRUPT_FORMAT_DESCRIPTION) from e
         self.last_byte = self.pos = fde_end
         if self.alg == BINLOG_CHECKSUM_ALG_CRC32 and not self.p.checksum_aware:
-            raise DumpError("Slave can not handle replication events with the checksum that master is configured "
-                            "to log")
+            raise DumpError(errors.CHECKSUM_NOT_HANDLED)
         zero_pos = first and start > BIN_LOG_HEADER_SIZE
         zero_created = zero_pos or (self.skipper is not None and not self.skipper.reached)
         self._put_event(fix_fde(fde, zero_pos, zero_created, self.alg))
@@ -551,7 +571,7 @@ class DumpStream:
         # START_ENCRYPTION right after the FDE: binlogd cannot decrypt (and must never forward ciphertext)
         if len(head) >= fde_end + HEADER_LEN and head[fde_end + 4] == START_ENCRYPTION_EVENT:
             self.last_event_pos = fde_end
-            raise DumpError("Could not decrypt binlog: encryption key error")
+            raise DumpError(errors.DECRYPT_FAILED)
         del head  # not held while the file streams
         # MariaDB seeks to a start position > 4 without checking that it is an event boundary
         await self._stream(fd, name, start if start > BIN_LOG_HEADER_SIZE else fde_end)
@@ -582,6 +602,8 @@ class DumpStream:
             pos += consumed
             if self.out or self._recs:
                 await self._flush()
+            if self._done:  # START SLAVE UNTIL reached
+                return
             if consumed:
                 continue  # more may follow right away
             if self._tail is not None:  # nothing follows right away: the held-back run is queued now
@@ -597,8 +619,8 @@ class DumpStream:
                         continue
                 if tail:
                     self.last_event_pos = pos
-                    self.last_byte = pos + tail
-                    raise DumpError("binlog truncated in the middle of event; consider out of disk space on master")
+                    self.last_byte = await asyncio.to_thread(self._last_byte_read, fd, pos, end)
+                    raise DumpError(errors.READ_TRUNCATED)
                 return
             if self.p.non_blocking:
                 if tail:
@@ -608,6 +630,10 @@ class DumpStream:
                 return
             await self._maybe_sync_position()
             await self._wait(version, name, pos + tail)
+
+    def _last_byte_read(self, fd: int, failed_at: int, size: int) -> int:
+        """Where MariaDB's dump thread would say it stopped reading this file (its IO_CACHE replayed)."""
+        return last_byte_read(lambda p, n: os.pread(fd, n, p), size, self._file_start, failed_at)
 
     async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview:
         """What to frame next from `pos` (< `end`, the readable end): a view of the store's shared block holding
@@ -810,7 +836,7 @@ class DumpStream:
                 if length < HEADER_LEN or length > MAX_EVENT_SIZE:
                     self.last_event_pos = base + p
                     self.last_byte = base + p + HEADER_LEN
-                    raise DumpError(check_event_length(length) or "bogus data in log event")
+                    raise DumpError(check_event_length(length) or errors.READ_BOGUS)
                 if end > n:
                     self._need = length
                     break
@@ -874,11 +900,27 @@ class DumpStream:
                         pol_holes = 0
                         run_p, run_sent, run_n = p, sent, sent + holes + events
                     self.seq = seq
-                    await self._send_fake_list(base + p, "gtid_start")
+                    await self._send_fake_list(base + p, "gtid_start", self.skipper.seen.as_list())
                     seq = self.seq
                     sent_end = p
                     if self.skipper.done:
                         self.skipper = None  # start position reached: back to the plain loop
+                if self.skipper is not None and self.skipper.until_reached(mv, p - length, p, self._crc_len):
+                    if ledger:
+                        if nw:
+                            self._close_withheld(base, nw_p, run_p, nw, nw_a, nw_why, nw_typ, nw_flags, nw_gtid)
+                            nw = 0
+                        k = sent + holes + events - run_n
+                        self._close_run(mv, base, run_p, p, k, k - sent + run_sent, pol_holes)
+                        pol_holes = 0
+                        run_p, run_sent, run_n = p, sent, sent + holes + events
+                    self.seq = seq
+                    await self._send_fake_list(base + p, "gtid_until", self.skipper.seen.as_list(),
+                                               GTID_LIST_FLAG_UNTIL_REACHED)
+                    seq = self.seq
+                    sent_end = p
+                    self._done = True  # MariaDB ends the dump here (EOF), blocking or not
+                    break
         finally:
             if ledger:
                 if nw:  # runs never cross a chunk end
@@ -900,10 +942,10 @@ class DumpStream:
 
     def _gtid_action(self, mv: memoryview, p: int, end: int, flags: int, base: int) -> int:
         """The answer for a GTID event whose action depends on its FL_STANDALONE bit."""
-        if end - p < HEADER_LEN + 13:
+        if end - p < HEADER_LEN + GTID_POST_HEADER_LEN:  # Gtid_log_event::make_compatible_event refuses it
             self.last_event_pos = base + p
             self.last_byte = base + end
-            raise DumpError("Failed to read Gtid_log_event: corrupt binlog")
+            raise DumpError(errors.GTID_TO_BEGIN_FAILED)
         return int(self.table.lookup(GTID_EVENT, flags, bool(mv[p + HEADER_LEN + 12] & 1)))
 
     def _gtid_start_decide(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
@@ -911,13 +953,12 @@ class DumpStream:
         sk = self.skipper
         assert sk is not None
         if typ == GTID_EVENT:
-            try:
-                d, s, n, flags2 = peek_gtid(mv, p)
-            except ValueError as e:
+            if end - p - self._crc_len < HEADER_LEN + GTID_POST_HEADER_LEN:  # Gtid_log_event::peek refuses it
                 self.last_event_pos = base + p
                 self.last_byte = base + end
-                raise DumpError("Failed to read Gtid_log_event: corrupt binlog") from e
-            if sk.pending:
+                raise DumpError(errors.CORRUPT_GTID)
+            d, s, n, flags2 = peek_gtid(mv, p)
+            if sk.pending or sk.until is not None:
                 try:
                     if sk.on_gtid(Gtid(d, s, n), mv, p, end):
                         self._skip_hole = True
@@ -925,21 +966,41 @@ class DumpStream:
                 except GtidStartError as e:
                     raise DumpError(e.text(), suffix=False) from e
             return int(self.table.lookup(typ, flags, bool(flags2 & 1)))
+        if typ == GTID_LIST_EVENT and sk.until is not None:
+            self._until_gtid_list(mv, p, end, base)
         if sk.in_skipped_group(mv, p, end, CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0):
             self._skip_hole = True
             return _HOLE
         a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
         return _SEND if a == Action.PEEK_GTID else int(a)
 
-    async def _send_fake_list(self, log_pos: int, why: str = "position_sync") -> None:
-        """A fake GTID_LIST carrying the GTID state at `log_pos` of the current file (MariaDB's
-        until_binlog_state: the file's GTID_LIST plus the GTIDs read since)."""
-        state = await asyncio.to_thread(self.store.gtid_state_at, self.file, log_pos)
-        if state is None:  # the dump started at a position that is not an event boundary of the file
-            log.warning("%s no GTID state at %s:%d; fake GTID_LIST not sent", self.label, self.file, log_pos)
-            return
+    @property
+    def _crc_len(self) -> int:
+        return CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
+
+    def _until_gtid_list(self, mv: memoryview, p: int, end: int, base: int) -> None:
+        """A GTID_LIST event read while an UNTIL is set: MariaDB reloads its until_binlog_state from it."""
+        assert self.skipper is not None
+        try:
+            gtids, _flags = peek_gtid_list(mv, p, end - self._crc_len)
+        except ValueError as e:
+            self.last_event_pos = base + p
+            self.last_byte = base + end
+            raise DumpError(errors.CORRUPT_GTID_LIST) from e
+        self.skipper.on_gtid_list(gtids)
+
+    async def _send_fake_list(self, log_pos: int, why: str = "position_sync", gtids: list[Gtid] | None = None,
+                              flags: int = 0) -> None:
+        """A fake GTID_LIST at `log_pos` of the current file listing `gtids` (a GTID start: what MariaDB's
+        until_binlog_state holds), or by default the file's GTID state there (its GTID_LIST plus the GTIDs since)."""
+        if gtids is None:
+            state = await asyncio.to_thread(self.store.gtid_state_at, self.file, log_pos)
+            if state is None:  # the dump started at a position that is not an event boundary of the file
+                log.warning("%s no GTID state at %s:%d; fake GTID_LIST not sent", self.label, self.file, log_pos)
+                return
+            gtids = state.as_list()
         checksum = self.alg == BINLOG_CHECKSUM_ALG_CRC32
-        ev = fake_gtid_list(self.server_id, log_pos, state.as_list(), checksum)
+        ev = fake_gtid_list(self.server_id, log_pos, gtids, checksum, flags)
         self._put_event(ev)
         self.stats.fakes += 1
         if self.ledger is not None:
@@ -959,9 +1020,9 @@ class DumpStream:
             self.last_byte = pos + len(ev)
             typ = ev[4]
             if action == Action.BEGIN:
-                msg = "Failed to replace GTID event with backwards-compatible event: currupt event."
+                msg = errors.GTID_TO_BEGIN_FAILED
             elif typ == 160:
-                msg = "Failed to replace annotate_rows event with dummy: too small event."
+                msg = errors.ANNOTATE_DUMMY_FAILED
             else:
-                msg = "Failed to replace binlog checkpoint or gtid list event with dummy: too small event."
+                msg = errors.CHECKPOINT_DUMMY_FAILED
             raise DumpError(msg) from e

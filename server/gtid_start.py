@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from binlogd.protocol import errors
 from binlogd.protocol.constants import (
     ER_GTID_POSITION_NOT_FOUND_IN_BINLOG,
     ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2,
@@ -16,11 +17,14 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.groups import GroupTracker
 from binlogd.protocol.gtid import BinlogState, Gtid
+from binlogd.protocol.mariadb_hash import HashedBinlogState
 
-NOT_FOUND_ANY_FILE = (
-    "Could not find GTID state requested by slave in any binlog files. "
-    "Probably the slave state is too old and required binlog files have been purged."
-)
+
+def drop_reached_until(until: dict[int, Gtid], listed: Gtid) -> None:
+    """gtid_find_binlog_file: an UNTIL position at or before the start file's GTID_LIST entry is reached already."""
+    stop = until.get(listed.domain)
+    if stop is not None and stop.server == listed.server and stop.seq <= listed.seq:
+        del until[listed.domain]
 
 
 class GtidStartError(Exception):
@@ -32,15 +36,11 @@ class GtidStartError(Exception):
         super().__init__(self.text())
 
     def text(self) -> str:
-        g = self.gtid
         if self.code == ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2:
-            return (f"Error: connecting slave requested to start from GTID {g}, which is not in the master's "
-                    "binlog. Since the master's binlog contains GTIDs with higher sequence numbers, it probably "
-                    "means that the slave has diverged due to executing extra erroneous transactions")
+            return errors.gtid_diverged(self.gtid)
         if self.code == ER_GTID_START_FROM_BINLOG_HOLE:
-            return (f"The binlog on the master is missing the GTID {g} requested by the slave (even though both "
-                    "a prior and a subsequent sequence number does exist), and GTID strict mode is enabled")
-        return f"Error: connecting slave requested to start from GTID {g}, which is not in the master's binlog"
+            return errors.gtid_start_in_hole(self.gtid)
+        return errors.gtid_not_in_binlog(self.gtid)
 
 
 def check_start_position(requested: dict[int, Gtid], binlog: BinlogState, ignore_duplicates: bool) -> set[int]:
@@ -87,6 +87,17 @@ class GtidSkipper:
     empty_domains: set[int]
     group: GroupTracker = field(default_factory=GroupTracker)  # inside a group being dropped
     fake_list_due: bool = False
+    # MariaDB's until_binlog_state: the GTIDs read in this dump while a domain was pending (not the file's
+    # GTID_LIST), in MariaDB's HASH order; the fake GTID_LIST sent when a domain reaches its position lists them
+    seen: HashedBinlogState = field(default_factory=HashedBinlogState)
+    # START SLAVE UNTIL master_gtid_pos (@slave_until_gtid): the domains whose stop position is not reached yet
+    # (None: no UNTIL), and once none is left, the group after which the dump stops
+    until: dict[int, Gtid] | None = None
+    until_group: GroupTracker | None = None
+
+    def __post_init__(self) -> None:
+        if self.until is not None and not self.until:  # every stop position is before the start file
+            self.until_group = GroupTracker()
 
     @property
     def reached(self) -> bool:
@@ -98,7 +109,17 @@ class GtidSkipper:
         return self.group.inside
 
     def on_gtid(self, g: Gtid, ev: bytes | bytearray | memoryview, pos: int, end: int) -> bool:
-        """Called for every GTID event (at ev[pos:end]) while domains are pending; True = drop this group."""
+        """Called for every GTID event (at ev[pos:end]) while domains are pending or an UNTIL is set;
+        True = drop this group."""
+        self.seen.update(g)
+        drop = self._before_start(g)
+        if self.until is not None:
+            drop = self._after_until(g) or drop
+        if drop:
+            self.group.feed(ev, pos, end)
+        return drop
+
+    def _before_start(self, g: Gtid) -> bool:
         want = self.pending.get(g.domain)
         if want is None:
             return False
@@ -112,9 +133,32 @@ class GtidSkipper:
                 raise GtidStartError(ER_GTID_START_FROM_BINLOG_HOLE, want)
             del self.pending[g.domain]
             self.fake_list_due = True
-        if drop:
-            self.group.feed(ev, pos, end)
         return drop
+
+    def _after_until(self, g: Gtid) -> bool:
+        """MariaDB's UNTIL rule: a domain without a stop position left (reached, or never named) is skipped; the
+        group that reaches the last one is the last sent (skipped too when its seq_no is past the stop)."""
+        assert self.until is not None
+        stop = self.until.get(g.domain)
+        if stop is None:
+            return True
+        if g.server != stop.server or g.seq < stop.seq:
+            return False
+        del self.until[g.domain]
+        if not self.until:
+            self.until_group = GroupTracker()  # fed this GTID event by until_reached()
+        return g.seq > stop.seq
+
+    def on_gtid_list(self, gtids: list[Gtid]) -> None:
+        """A GTID_LIST event read with an UNTIL set: MariaDB reloads its until_binlog_state from it."""
+        if self.until is not None:
+            self.seen = HashedBinlogState()
+            for g in gtids:
+                self.seen.update(g)
+
+    def until_reached(self, ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int) -> bool:
+        """After each event (sent or dropped): True when the UNTIL stop is due now (the last group ended)."""
+        return self.until_group is not None and self.until_group.feed(ev, pos, end, crc_len)
 
     def in_skipped_group(self, ev: bytes | bytearray | memoryview, pos: int, end: int, crc_len: int) -> bool:
         """Called for non-GTID events: True = drop (the event belongs to a group being skipped)."""
@@ -126,7 +170,7 @@ class GtidSkipper:
     @property
     def done(self) -> bool:
         """Nothing left to skip or to check: the dump can leave the per-event GTID path."""
-        return not self.pending and not self.group.inside and not self.fake_list_due
+        return not self.pending and not self.group.inside and not self.fake_list_due and self.until is None
 
     def take_fake_list(self) -> bool:
         if self.fake_list_due and not self.group.inside:

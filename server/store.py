@@ -156,6 +156,27 @@ class BlockCache:
             self._bytes -= len(old)
 
 
+_BEFORE_GTID_LIST = frozenset((ROTATE_EVENT, STOP_EVENT, FORMAT_DESCRIPTION_EVENT, START_ENCRYPTION_EVENT))
+
+
+def _head_span(data: bytes) -> int:
+    """How much of a file's first bytes is its head: up to the end of the first event after the FDE that is not
+    ROTATE/STOP/FDE/START_ENCRYPTION (where the GTID_LIST is looked for, as MariaDB reads no further), or to the
+    first impossible length. A damaged event later in the file is the dump's to report, when it gets there."""
+    p = BIN_LOG_HEADER_SIZE
+    first = True
+    while len(data) - p >= HEADER_LEN:
+        length = int.from_bytes(data[p + 9 : p + 13], "little")
+        if length < HEADER_LEN or p + length > len(data):
+            return p
+        typ = data[p + 4]
+        p += length
+        if not first and typ not in _BEFORE_GTID_LIST:
+            break
+        first = False
+    return p
+
+
 class BinlogStore:
     """The binlog files dump streams read: a directory plus its index.
 
@@ -269,7 +290,7 @@ class BinlogStore:
             data = f.read(64 * 1024)
         if data[:4] != BINLOG_MAGIC:
             raise BinlogFormatError(f"{name} is not a binlog file (bad magic)")
-        res = scan(data)
+        res = scan(data[: _head_span(data)])
         if not res.events or res.events[0].type_code != FORMAT_DESCRIPTION_EVENT:
             raise BinlogFormatError("Failed to find format descriptor event in start of binlog")
         fde = res.events[0]
@@ -277,7 +298,7 @@ class BinlogStore:
         gl: list[Gtid] | None = None
         complete = False
         for ev in res.events[1:]:
-            if ev.type_code in (ROTATE_EVENT, STOP_EVENT, FORMAT_DESCRIPTION_EVENT, START_ENCRYPTION_EVENT):
+            if ev.type_code in _BEFORE_GTID_LIST:
                 continue
             if ev.type_code == GTID_LIST_EVENT:
                 gl, _ = peek_gtid_list(data, ev.pos, ev.end - (4 if alg else 0))
