@@ -42,6 +42,7 @@ from .primary import Primary
 from .privileges import Priv, check_dump, check_register, check_show, check_write
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
+from .standalone.session import WriteSession
 from .tls import tls_status
 
 log = logging.getLogger("binlogd.conn")
@@ -76,7 +77,7 @@ class ReplicationSession(BaseSession):
         self.database: str | None = None
         self.state = SessionState()
         self.handshake_collation = 45  # the client's collation id from its handshake (standalone Query events)
-        self.writes: Any = None  # standalone mode: this connection's WriteSession (server/standalone)
+        self.writes: WriteSession | None = None  # standalone mode: this connection's write state
         self.privileges = Priv.ALL  # the account's, from the users file (server/privileges.py)
         self.account_host = "%"  # the account's host pattern (MariaDB names it in 1044)
 
@@ -84,7 +85,7 @@ class ReplicationSession(BaseSession):
         try:
             if self.privileges != Priv.ALL:
                 await self._check_privileges(sql)
-            if self.writes is not None:  # standalone: writes become binlog events, the rest as below
+            if self.writes is not None and self.primary.standalone is not None:  # standalone: writes -> events
                 result = await self.primary.standalone.execute(sql, self.state, self.writes)
             else:
                 refuse_if_write(sql, self.state.database)  # read-only modes: 1290 for writes
@@ -143,13 +144,13 @@ class ReplicationSession(BaseSession):
             raise _mysql_error(e) from e
 
     def _change_database(self, database: str) -> None:
-        if self.writes is not None:
+        if self.writes is not None and self.primary.standalone is not None:
             self.primary.standalone.use_database(self.state, database)  # standalone: the schema catalogue's
         else:
             change_database(self.state, database)
 
     async def close(self) -> None:
-        if self.writes is not None:
+        if self.writes is not None and self.primary.standalone is not None:
             self.primary.standalone.end_session(self.writes)  # an open transaction is rolled back
         await super().close()
 
@@ -195,6 +196,13 @@ class ReplicationConnection(StrictConnection):
 
     def on_close(self) -> None:
         self.primary.connection_closed(self.connection_id)
+
+    @property
+    def rsession(self) -> ReplicationSession:
+        """mimic types `session` as its BaseSession; the server factory always makes a ReplicationSession."""
+        s = self.session
+        assert isinstance(s, ReplicationSession)
+        return s
 
     async def command_phase(self) -> None:
         """mimic's loop plus COM_REGISTER_SLAVE / COM_BINLOG_DUMP; never lets an exception kill the server."""
@@ -252,16 +260,16 @@ class ReplicationConnection(StrictConnection):
 
     async def handle_change_user(self, data: bytes) -> None:
         await super().handle_change_user(data)
-        self.session.grant(self)  # type: ignore[attr-defined]
+        self.rsession.grant(self)
 
     def _wait_timeout(self) -> float:
         """The session's wait_timeout (SET SESSION wait_timeout), else the server's."""
-        value = self.session.state.session_sysvars.get("wait_timeout")  # type: ignore[attr-defined]
+        value = self.rsession.state.session_sysvars.get("wait_timeout")
         return float(value) if isinstance(value, int | float) else self.wait_timeout
 
     async def _refuse_replication(self, register: bool) -> bool:
         """COM_REGISTER_SLAVE / COM_BINLOG_DUMP without REPLICATION SLAVE: MariaDB's refusal, True if refused."""
-        session: ReplicationSession = self.session  # type: ignore[assignment]
+        session = self.rsession
         try:
             if register:
                 check_register(session.privileges, session.username or "", session.account_host)
@@ -285,7 +293,7 @@ class ReplicationConnection(StrictConnection):
         await self._write_raw(ok_packet())
 
     def _dump_params(self, pos: int, flags: int, server_id: int, file: str) -> DumpParams:
-        st: SessionState = self.session.state  # type: ignore[attr-defined]
+        st = self.rsession.state
         uv = st.user_vars
         checksum = uv.get("master_binlog_checksum")
         heartbeat = uv.get("master_heartbeat_period")
@@ -371,7 +379,7 @@ class ReplicationConnection(StrictConnection):
 
     def _ledger_info(self) -> dict[str, object]:
         """Who is dumping, for the audit ledger's `conn` record (docs/ledger.md)."""
-        st: SessionState = self.session.state  # type: ignore[attr-defined]
+        st = self.rsession.state
         peer = self.stream.writer.get_extra_info("peername")
         return {"thread_id": self.connection_id, "peer": f"{peer[0]}:{peer[1]}" if peer else None,
                 "user": self.session.username, "capability_set": "mariadb_slave_capability" in st.user_vars}

@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlogd.protocol.constants import LOG_EVENT_SUPPRESS_USE_F
 from binlogd.protocol.events import AutoIncrement, QueryCharset
@@ -47,6 +47,9 @@ from .logger import (
 )
 from .schema import SYSTEM_DATABASES, Catalogue, apply_statement
 from .session import WriteSession
+
+if TYPE_CHECKING:
+    from ..primary import Primary
 
 log = logging.getLogger("binlogd.standalone")
 
@@ -100,7 +103,7 @@ class StandaloneSource:
                                  server_version=cfg.server_version, max_binlog_size=cfg.max_binlog_size,
                                  post_header_lengths=post_header_lengths)
         self.tables_info = tables_info
-        self.server: Any = None  # the Primary (ServerView, running dumps); set by serve()
+        self.server: Primary | None = None  # the ServerView and its running dumps; set by serve()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="binlog-writer")
         self._query_ids = itertools.count(1)
         self._pending: list[tuple[list[Group], asyncio.Future[None]]] = []
@@ -108,6 +111,12 @@ class StandaloneSource:
         self._drainer: asyncio.Task[None] | None = None  # the running group-commit task (a strong reference)
         self._rng = random.Random()
         self.schema = Catalogue()  # the event loop's catalogue: checked and changed in statement order
+
+    @property
+    def view(self) -> Primary:
+        """The Primary this source writes for: set by serve() before the first connection."""
+        assert self.server is not None, "StandaloneSource.server is set by serve() before connections"
+        return self.server
 
     # --- lifecycle -----------------------------------------------------------------------------------
     async def open(self) -> BinlogStore:
@@ -201,13 +210,13 @@ class StandaloneSource:
             log.info("FLUSH BINARY LOGS by connection %d: now writing %s", ws.thread_id, name)
             return Ok()
         if kind is Kind.PURGE:
-            in_use = {d.file for d in getattr(self.server, "dumps", {}).values()}
+            in_use = {d.file for d in self.view.dumps.values()}
             await self._run(self.files.purge, stmt.purge_to, stmt.purge_before, in_use)
             return Ok()
         if kind is Kind.BEGIN:
             await self._implicit_commit(st, ws)
         autocommit_before = st.autocommit
-        result = await asyncio.to_thread(execute, sql, st, self.server)
+        result = await asyncio.to_thread(execute, sql, st, self.view)
         if kind is Kind.COMMIT:
             await self._commit_session(st, ws)
         elif kind is Kind.ROLLBACK:
@@ -265,7 +274,7 @@ class StandaloneSource:
 
     def _get(self, st: SessionState, name: str) -> Any:
         sv = st.session_sysvars
-        return sv[name] if name in sv else SV.SYSVARS[name].global_value(self.server)
+        return sv[name] if name in sv else SV.SYSVARS[name].global_value(self.view)
 
     def use_database(self, st: SessionState, name: str) -> None:
         """USE / COM_INIT_DB: a database of the catalogue (or a system one), else MariaDB's 1049."""
@@ -295,7 +304,7 @@ class StandaloneSource:
         server = collation_id(str(get("collation_server")))
         inc, off = int(get("auto_increment_increment")), int(get("auto_increment_offset"))
         tz = sv.get("time_zone")
-        time_zone = str(tz) if tz is not None and str(tz) != str(SV.SYSVARS["time_zone"].global_value(self.server)) \
+        time_zone = str(tz) if tz is not None and str(tz) != str(SV.SYSVARS["time_zone"].global_value(self.view)) \
             else (str(get("time_zone")) if clock else None)
         return QueryContext(thread_id=ws.thread_id, charset=QueryCharset(client, connection, server),
                             db=st.database if st.database and st.database != "information_schema" else "",
