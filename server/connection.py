@@ -25,10 +25,10 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.decision import clamp_capability
 from binlogd.protocol.packets import err_packet, ok_packet
 from binlogd.protocol.sqlserver import MALFORMED_INPUT, StrictConnection
-from mysql_mimic import types
+from mysql_mimic import packets, types
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
-from mysql_mimic.results import ResultColumn
+from mysql_mimic.results import ResultColumn, ensure_result_set
 from mysql_mimic.results import ResultSet as ResultSet_
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
@@ -237,6 +237,8 @@ class ReplicationConnection(StrictConnection):
                         log.info("connection %d: COM_BINLOG_DUMP_GTID %s refused (MySQL-only command)",
                                  self.connection_id, parse_binlog_dump_gtid(data))
                     await self._write_raw(err_packet(ER_UNKNOWN_COM_ERROR, "Unknown command"))
+                elif command == types.Commands.COM_QUERY:
+                    await self._com_query(data[1:])
                 elif command in _MIMIC_COMMANDS:
                     await getattr(self, _MIMIC_COMMANDS[command])(data[1:])
                 else:
@@ -257,6 +259,16 @@ class ReplicationConnection(StrictConnection):
                 await self.stream.write(self.error(msg=f"Internal error: {e}", code=ER_UNKNOWN_ERROR))
             finally:
                 self.stream.reset_seq()
+
+    async def _com_query(self, data: bytes) -> None:
+        """COM_QUERY as mimic's handle_query does it, without its dispatch and wrapper layers (the write load's
+        per-packet path): OK when the session answers None, else the text result set through mimic's writer."""
+        q = packets.parse_com_query(capabilities=self.capabilities, client_charset=self.client_charset, data=data)
+        result = await self.rsession.handle_query(q.sql, q.query_attrs)
+        if result is None:
+            await self.stream.write(self.ok())
+            return
+        await self.write_text_resultset(await ensure_result_set(result))
 
     async def handle_change_user(self, data: bytes) -> None:
         await super().handle_change_user(data)

@@ -45,7 +45,7 @@ from .logger import (
     StatementEvents,
     TablesInfoHook,
 )
-from .schema import SYSTEM_DATABASES, Catalogue, apply_statement
+from .schema import SYSTEM_DATABASES, Catalogue, DmlPlan, apply_statement
 from .session import WriteSession
 
 if TYPE_CHECKING:
@@ -111,6 +111,7 @@ class StandaloneSource:
         self._drainer: asyncio.Task[None] | None = None  # the running group-commit task (a strong reference)
         self._rng = random.Random()
         self.schema = Catalogue()  # the event loop's catalogue: checked and changed in statement order
+        self._checked: set[tuple[DmlPlan, str | None, bool]] = set()  # DML shapes the catalogue accepted
 
     @property
     def view(self) -> Primary:
@@ -129,6 +130,7 @@ class StandaloneSource:
         elif report.file:
             log.info("binlog %s recovered cleanly (end %d)", report.file, report.last_end)
         self.schema = self.files.schema.clone()
+        self._checked.clear()
         return self.writer.store
 
     async def close(self) -> None:
@@ -191,7 +193,7 @@ class StandaloneSource:
             kind = stmt.kind
             if kind is Kind.DML:
                 if stmt.plan is not None:
-                    self.schema.check_dml(stmt.plan, st.database, _strict(self._get(st, "sql_mode")))
+                    self._check_dml(stmt.plan, st)
                 done = await self._dml(stmt, st, ws)
                 st.diagnostics = []  # a statement that uses a table resets SHOW WARNINGS
                 return done
@@ -216,7 +218,10 @@ class StandaloneSource:
         if kind is Kind.BEGIN:
             await self._implicit_commit(st, ws)
         autocommit_before = st.autocommit
-        result = await asyncio.to_thread(execute, sql, st, self.view)
+        if _in_memory(kind, sql):
+            result = execute(sql, st, self.view)
+        else:  # SHOW BINLOG EVENTS, @@gtid_binlog_pos, BINLOG_GTID_POS()...: may read binlog files
+            result = await asyncio.to_thread(execute, sql, st, self.view)
         if kind is Kind.COMMIT:
             await self._commit_session(st, ws)
         elif kind is Kind.ROLLBACK:
@@ -272,6 +277,17 @@ class StandaloneSource:
                                user_vars=user_vars, collation=ctx.charset.connection, db=db, query_flags=flags,
                                xid=query_id if stmt.ddl_xid else None)
 
+    def _check_dml(self, plan: DmlPlan, st: SessionState) -> None:
+        """The catalogue's check of a DML shape; a shape that passed is not checked again until DDL changes the
+        catalogue (the check reads only the plan, the default database, strictness and the catalogue)."""
+        key = (plan, st.database, _strict(self._get(st, "sql_mode")))
+        if key in self._checked:
+            return
+        self.schema.check_dml(plan, key[1], key[2])
+        if len(self._checked) >= 4096:
+            self._checked.clear()
+        self._checked.add(key)
+
     def _get(self, st: SessionState, name: str) -> Any:
         sv = st.session_sysvars
         return sv[name] if name in sv else SV.SYSVARS[name].global_value(self.view)
@@ -283,6 +299,23 @@ class StandaloneSource:
         use_database(st, name)
 
     def _context(self, st: SessionState, ws: WriteSession, clock: bool, now: float) -> QueryContext:
+        """The session's QueryContext; without the clock it depends only on the session's SET variables and
+        database (the globals do not change: SET GLOBAL is refused), so an unchanged session reuses the last one."""
+        if clock:
+            return self._build_context(st, ws, clock, now)
+        try:
+            key = (tuple(st.session_sysvars.items()), st.database)
+            hash(key)
+        except TypeError:  # a value without a hash: build it every time
+            return self._build_context(st, ws, clock, now)
+        cached = ws.context_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        ctx = self._build_context(st, ws, clock, now)
+        ws.context_cache = (key, ctx)
+        return ctx
+
+    def _build_context(self, st: SessionState, ws: WriteSession, clock: bool, now: float) -> QueryContext:
         sv = st.session_sysvars
 
         def get(name: str) -> Any:
@@ -340,8 +373,10 @@ class StandaloneSource:
             # only logged DDL changes the catalogue (it models the replicas); unlogged DDL is checked on a copy
             notes = apply_statement(self.schema if st.sql_log_bin else self.schema.clone(), stmt, db)
         except SqlError:
+            self._checked.clear()  # DDL changed or tried to change the catalogue: DML shapes are checked again
             await self.commit(groups)  # the implicit commit happened before the statement failed (as in MariaDB)
             raise
+        self._checked.clear()  # the catalogue may have changed: DML shapes are checked again
         query_id = next(self._query_ids)
         if st.sql_log_bin:
             ev = self._statement(stmt, st, ws, query_id)
@@ -362,6 +397,19 @@ def _strict(sql_mode: Any) -> bool:
     """STRICT_TRANS_TABLES / STRICT_ALL_TABLES: a missing value is an error, not a warning (1364, 1048)."""
     modes = str(sql_mode).upper().split(",")
     return "STRICT_TRANS_TABLES" in modes or "STRICT_ALL_TABLES" in modes
+
+
+_INLINE_VERBS = ("SET", "BEGIN", "START", "COMMIT", "ROLLBACK")
+
+
+def _in_memory(kind: Kind, sql: str) -> bool:
+    """Statements the SQL surface answers from the session alone, run on the event loop without a thread hop:
+    transaction control and SET without a function call, a system variable read or DEFAULT (which can reach a
+    server value read from the binlog files: @@log_bin, @@binlog_checksum, BINLOG_GTID_POS())."""
+    if kind not in (Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.OTHER) or "(" in sql or "@@" in sql:
+        return False
+    text = sql.lstrip(_TRIM)[:9].upper()
+    return text.startswith(_INLINE_VERBS) and "DEFAULT" not in sql.upper()
 
 
 def _is_insert(sql: str) -> bool:
