@@ -173,13 +173,22 @@ def shapes(draw: st.DrawFn) -> tuple[str, str]:
     return fill(), fill()
 
 
+# session changes that reach the logged events (status variables, USER_VAR): the cached QueryContext must follow
+SESSION_SETS = ["", "", "SET @x = 5", "SET @y = 'é'", "SET time_zone = '+01:00'", "SET time_zone = DEFAULT",
+                "SET sql_mode = ''", "SET sql_mode = DEFAULT", "SET auto_increment_increment = 2",
+                "SET auto_increment_increment = 1", "SET foreign_key_checks = 0", "SET foreign_key_checks = 1",
+                "SET NAMES latin1", "SET NAMES utf8mb4", "SET sql_auto_is_null = 1", "SET sql_auto_is_null = 0"]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pair=shapes())
+@given(pair=shapes(), session_set=st.sampled_from(SESSION_SETS))
 def test_fast_path_logs_and_refuses_like_the_full_path(
-        sides: tuple[asyncio.AbstractEventLoop, Side, Side], pair: tuple[str, str]) -> None:
+        sides: tuple[asyncio.AbstractEventLoop, Side, Side], pair: tuple[str, str], session_set: str) -> None:
     loop, full, fast = sides
     start_full, start_fast = full.path.stat().st_size, fast.path.stat().st_size
     assert start_full == start_fast
+    if session_set:
+        assert loop.run_until_complete(_run(full, session_set)) == loop.run_until_complete(_run(fast, session_set))
     for i, sql in enumerate(pair):
         _cold(full)
         want = loop.run_until_complete(_run(full, sql))
