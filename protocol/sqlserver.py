@@ -131,7 +131,8 @@ class AuthFailed(Exception):
 
 
 PARAMETER_COUNT_AVAILABLE = 0x08  # COM_STMT_EXECUTE flags: a parameter count follows (query attributes)
-_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"})
+# escape_string_for_mysql: the characters MariaDB escapes when it writes a parameter into the logged statement
+_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\"": "\\\"", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"})
 
 
 def sql_literal(value: Any) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .logger import Ev, Group, QueryContext
+from .prepared import Prepared
 
 
 @dataclass
@@ -27,6 +28,7 @@ class WriteSession:
     # the last QueryContext built for a statement that does not read the clock, with what it was built from
     # (the session's SET variables, database): the next statement of an unchanged session reuses it
     context_cache: tuple[object, QueryContext] | None = None
+    prepared: dict[str, Prepared] = field(default_factory=dict)  # SQL PREPARE name -> statement (lower-case names)
 
     @property
     def in_trx(self) -> bool:

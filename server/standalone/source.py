@@ -32,6 +32,7 @@ from .. import sysvars as SV
 from ..binlog_writer import BinlogWriteError, BinlogWriter
 from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
 from ..store import BinlogStore
+from . import prepared
 from .classify import Kind, Statement, classify
 from .files import BinlogFiles
 from .logger import (
@@ -188,6 +189,8 @@ class StandaloneSource:
 
     # --- statements ----------------------------------------------------------------------------------
     async def execute(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
+        if prepared.is_prepared_statement_command(sql.lstrip(_TRIM)):
+            return await self._sql_prepared(sql, st, ws)
         try:
             stmt = classify(sql, st.database)
             kind = stmt.kind
@@ -229,6 +232,25 @@ class StandaloneSource:
         elif st.autocommit and not autocommit_before:  # SET autocommit=1 commits the open transaction
             await self._commit_session(st, ws)
         return result
+
+    async def _sql_prepared(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
+        """PREPARE / EXECUTE / DEALLOCATE PREPARE (server/standalone/prepared.py): EXECUTE runs the statement with
+        its parameters inlined, which is what MariaDB logs."""
+        text = sql.strip(_TRIM).rstrip(";").rstrip(_TRIM)
+        verb = text[:7].upper()
+        try:
+            if verb.startswith("PREPARE"):
+                prepared.prepare(text, ws.prepared, st.user_vars)
+                return Ok(info="Statement prepared")
+            if verb.startswith("EXECUTE"):
+                bound = prepared.bind(text, ws.prepared, st.user_vars)
+            else:
+                prepared.deallocate(text, ws.prepared)
+                return Ok()
+        except SqlError as e:
+            st.diagnostics = [("Error", e.code, e.message)]
+            raise
+        return await self.execute(bound, st, ws)
 
     async def _commit_session(self, st: SessionState, ws: WriteSession) -> None:
         group = ws.take(self._now(st), st.skip_replication)
