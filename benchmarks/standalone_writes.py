@@ -292,7 +292,9 @@ def profile(key: str, args: argparse.Namespace, work: Path, stack: contextlib.Ex
     stats_path = work / f"{key}.cprofile"
     b = Binlogd.start(_binlogd_args(key, work / f"{key}-profiled", args.sync_binlog[0]),
                       log_path=work / f"{key}-prof.log",
-                      module=LAUNCHER, cwd=REPO_ROOT, env={"BINLOGD_BENCH_PROFILE": str(stats_path)})
+                      module=LAUNCHER, cwd=REPO_ROOT,
+                      env={"BINLOGD_BENCH_PROFILE": str(stats_path),
+                           **({"BINLOGD_BENCH_PROFILE_CPU": "1"} if args.profile_clock == "cpu" else {})})
     stack.callback(b.stop)
     server = Server(key, TARGET_LABELS[key] + " (profiled)", b.host, b.port, b.pid, work / f"{key}-profiled")
     _setup(server)
@@ -424,6 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after the timed runs, one more run against this binlogd target with its event-loop thread "
                    "under cProfile (untimed); top functions printed and stored in the JSON")
     p.add_argument("--profile-top", type=int, default=25, help="entries per profile ranking (default 25)")
+    p.add_argument("--profile-clock", choices=("wall", "cpu"), default="wall",
+                   help="what the profile counts: wall time (default) or the event-loop thread's CPU time")
     p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     return p
 
