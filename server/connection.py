@@ -108,9 +108,14 @@ class ReplicationSession(BaseSession):
         check_show(sql, self.privileges, self.primary.version)
         if self.writes is not None and _WRITE_PRIVS & self.privileges != _WRITE_PRIVS:
             from .standalone.classify import classify
+            from .standalone.prepared import statement_to_check
 
-            stmt = classify(sql, self.state.database)  # 1064 / 1046 first, as MariaDB's parser runs first
-            check_write(stmt, sql, self.privileges, self.username or "", self.state.host, self.account_host,
+            # PREPARE / EXECUTE: the statement prepared or bound (MariaDB checks it when it is prepared)
+            text = statement_to_check(sql, self.writes.prepared, self.state.user_vars)
+            if text is None:
+                return
+            stmt = classify(text, self.state.database)  # 1064 / 1046 first, as MariaDB's parser runs first
+            check_write(stmt, text, self.privileges, self.username or "", self.state.host, self.account_host,
                         self.state.database, self.primary.version)
 
     def grant(self, connection: Connection) -> None:

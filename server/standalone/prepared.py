@@ -23,6 +23,7 @@ ER_WRONG_ARGUMENTS = 1210
 ER_UNSUPPORTED_PS = 1295
 MAX_PREPARED = 16382  # MariaDB's max_prepared_stmt_count default
 
+_SPACE = " \t\n\r\v\f"
 _NAME = r"(`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
 _PREPARE = re.compile(rf"PREPARE\s+{_NAME}\s+FROM\s+(?:'((?:[^'\\]|\\[\s\S]|'')*)'|@([A-Za-z0-9_$.]+))\s*$",
                       re.I | re.S)
@@ -72,8 +73,8 @@ def placeholders(text: str) -> list[int]:
     return [m.start(1) for m in _QUOTED_OR_MARK.finditer(text) if m.group(1) is not None]
 
 
-def prepare(text: str, registry: dict[str, Prepared], user_vars: dict[str, object]) -> None:
-    """PREPARE name FROM 'text' | @var: kept in the session's registry (a new PREPARE replaces the old)."""
+def _body(text: str, user_vars: dict[str, object]) -> tuple[str, str]:
+    """PREPARE name FROM 'text' | @var: (lower-case name, statement text)."""
     m = _PREPARE.match(text)
     if m is None:
         raise syntax_error(text, len(text))
@@ -84,11 +85,35 @@ def prepare(text: str, registry: dict[str, Prepared], user_vars: dict[str, objec
         body = v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else ("NULL" if v is None else str(v))
     if is_prepared_statement_command(body.lstrip()):
         raise SqlError(ER_UNSUPPORTED_PS, "This command is not supported in the prepared statement protocol yet")
-    name = _name(m.group(1))
+    return _name(m.group(1)), body
+
+
+def prepare(text: str, registry: dict[str, Prepared], user_vars: dict[str, object]) -> None:
+    """PREPARE: kept in the session's registry (a new PREPARE of a name replaces the old)."""
+    name, body = _body(text, user_vars)
     if name not in registry and len(registry) >= MAX_PREPARED:
         raise SqlError(1461, f"Can't create more than max_prepared_stmt_count statements (current value: "
                        f"{MAX_PREPARED})")
     registry[name] = Prepared(body, len(placeholders(body)))
+
+
+def command_text(sql: str) -> str:
+    """A PREPARE / EXECUTE / DEALLOCATE command without surrounding whitespace and trailing ';'."""
+    return sql.strip(_SPACE).rstrip(";").rstrip(_SPACE)
+
+
+def statement_to_check(sql: str, registry: dict[str, Prepared], user_vars: dict[str, object]) -> str | None:
+    """What a command needs privileges for (server/privileges.py): the prepared text for PREPARE, the bound
+    statement for EXECUTE, nothing for DEALLOCATE; any other statement itself."""
+    if not is_prepared_statement_command(sql.lstrip(_SPACE)):
+        return sql
+    text = command_text(sql)
+    verb = text[:7].upper()
+    if verb.startswith("PREPARE"):
+        return _body(text, user_vars)[1]
+    if verb.startswith("EXECUTE"):
+        return bind(text, registry, user_vars)
+    return None
 
 
 def deallocate(text: str, registry: dict[str, Prepared]) -> None:

@@ -236,7 +236,7 @@ class StandaloneSource:
     async def _sql_prepared(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
         """PREPARE / EXECUTE / DEALLOCATE PREPARE (server/standalone/prepared.py): EXECUTE runs the statement with
         its parameters inlined, which is what MariaDB logs."""
-        text = sql.strip(_TRIM).rstrip(";").rstrip(_TRIM)
+        text = prepared.command_text(sql)
         verb = text[:7].upper()
         try:
             if verb.startswith("PREPARE"):
