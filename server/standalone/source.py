@@ -422,13 +422,15 @@ def _strict(sql_mode: Any) -> bool:
 
 
 _INLINE_VERBS = ("SET", "BEGIN", "START", "COMMIT", "ROLLBACK")
+_INLINE_MAX = 4096  # longer text (a SET of a huge string) is lexed in a thread: the loop stays responsive
 
 
 def _in_memory(kind: Kind, sql: str) -> bool:
     """Statements the SQL surface answers from the session alone, run on the event loop without a thread hop:
     transaction control and SET without a function call, a system variable read or DEFAULT (which can reach a
     server value read from the binlog files: @@log_bin, @@binlog_checksum, BINLOG_GTID_POS())."""
-    if kind not in (Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.OTHER) or "(" in sql or "@@" in sql:
+    if (kind not in (Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.OTHER) or len(sql) > _INLINE_MAX or "(" in sql
+            or "@@" in sql):
         return False
     text = sql.lstrip(_TRIM)[:9].upper()
     return text.startswith(_INLINE_VERBS) and "DEFAULT" not in sql.upper()
