@@ -3,8 +3,12 @@ vs a real MariaDB 10.11 primary that logs the same statements (BLACKHOLE table, 
 
 Run from the repository root (see benchmarks/README.md)::
 
-    python -m benchmarks.standalone_writes [--writers 8] [--statements 2000] [--targets mariadb,binlogd,...]
-                                           [--sync-binlog 0] [--keep]
+    python -m benchmarks.standalone_writes [--writers 1,8] [--statements 2000] [--targets mariadb,binlogd,...]
+                                           [--sync-binlog 0,1] [--classes mix,insert,...] [--keep]
+
+`--writers`, `--sync-binlog` and `--classes` take comma-separated lists: one command measures every combination
+(servers restarted per sync_binlog value) and prints one table, each binlogd row beside MariaDB's for the same
+writers / sync_binlog / statement class.
 
 1. Servers, all started before the first measurement, each with an empty binlog:
    * `mariadb`: mariadbd with `--log-bin --binlog-format=STATEMENT --plugin-load-add=ha_blackhole`, the table
@@ -84,11 +88,20 @@ SETUP = [
 WORKLOAD_PREFIXES = (b"INSERT INTO t ", b"UPDATE t ", b"DELETE FROM t ")
 
 
-def statements(writer: int, n: int) -> list[str]:
-    """Writer `writer`'s statements: literal values only, so every server logs exactly the same text."""
+CLASSES = ("mix", "insert", "insert3", "update", "delete", "set")
+_CLASS_SLOT = {"insert": 0, "insert3": 6, "update": 7, "delete": 9}
+
+
+def statements(writer: int, n: int, klass: str = "mix") -> list[str]:
+    """Writer `writer`'s statements: literal values only, so every server logs exactly the same text.
+
+    `mix`: 60 % single-row INSERT, 10 % three-row INSERT, 20 % UPDATE, 10 % DELETE; the other classes are one kind
+    alone (`set`: SET @v = n, which no server logs), for the server CPU each statement class costs."""
+    if klass == "set":
+        return [f"SET @v{writer} = {i}" for i in range(n)]
     out = []
     for i in range(n):
-        k = i % 10
+        k = i % 10 if klass == "mix" else _CLASS_SLOT[klass]
         if k < 6:
             out.append(f"INSERT INTO t (id, w, a, b) VALUES ({i}, {writer}, {i * 7 % 1000}, 'writer {writer} row {i}')")
         elif k == 6:
@@ -121,6 +134,8 @@ class RunResult:
     wall_s: float
     server_cpu_s: float
     machine_busy_cpu_s: float
+    sync_binlog: int = 0
+    klass: str = "mix"
     binlog_bytes: int = 0
     logged_statements: int = 0
     tables_info_events: int = 0
@@ -162,9 +177,10 @@ def _setup(server: Server) -> None:
         conn.close()
 
 
-def run_writers(server: Server, writers: int, per_writer: int, progress: Any) -> RunResult:
+def run_writers(server: Server, writers: int, per_writer: int, progress: Any, klass: str = "mix",
+                sync_binlog: int = 0) -> RunResult:
     """W threads, one connection each, released together; the wall clock ends at the last writer's last OK."""
-    scripts = [statements(w, per_writer) for w in range(writers)]
+    scripts = [statements(w, per_writer, klass) for w in range(writers)]
     conns = [_connect(server, "bench") for _ in range(writers)]
     barrier = threading.Barrier(writers + 1)
     done = [0] * writers
@@ -186,7 +202,8 @@ def run_writers(server: Server, writers: int, per_writer: int, progress: Any) ->
             ends[w] = time.perf_counter()
 
     threads = [threading.Thread(target=work, args=(w,), name=f"writer-{w}") for w in range(writers)]
-    task = progress.add_task(f"{server.label}: {writers} writers", total=writers * per_writer)
+    task = progress.add_task(f"{server.label}: {writers} writers, {klass}, sync_binlog={sync_binlog}",
+                             total=writers * per_writer)
     try:
         for t in threads:
             t.start()
@@ -208,7 +225,7 @@ def run_writers(server: Server, writers: int, per_writer: int, progress: Any) ->
             with contextlib.suppress(Exception):
                 c.close()
     progress.update(task, completed=sum(done))
-    return RunResult(server.key, server.label, writers, sum(done), wall, cpu, busy, errors=errors)
+    return RunResult(server.key, server.label, writers, sum(done), wall, cpu, busy, sync_binlog, klass, errors=errors)
 
 
 def binlog_files(directory: Path) -> list[Path]:
@@ -273,14 +290,17 @@ def profile(key: str, args: argparse.Namespace, work: Path, stack: contextlib.Ex
             console: Console) -> dict[str, Any]:
     """One more (untimed) run against a binlogd whose event-loop thread is under cProfile during the writes."""
     stats_path = work / f"{key}.cprofile"
-    b = Binlogd.start(_binlogd_args(key, work / f"{key}-profiled", args.sync_binlog), log_path=work / f"{key}-prof.log",
-                      module=LAUNCHER, cwd=REPO_ROOT, env={"BINLOGD_BENCH_PROFILE": str(stats_path)})
+    b = Binlogd.start(_binlogd_args(key, work / f"{key}-profiled", args.sync_binlog[0]),
+                      log_path=work / f"{key}-prof.log",
+                      module=LAUNCHER, cwd=REPO_ROOT,
+                      env={"BINLOGD_BENCH_PROFILE": str(stats_path),
+                           **({"BINLOGD_BENCH_PROFILE_CPU": "1"} if args.profile_clock == "cpu" else {})})
     stack.callback(b.stop)
     server = Server(key, TARGET_LABELS[key] + " (profiled)", b.host, b.port, b.pid, work / f"{key}-profiled")
     _setup(server)
     os.kill(b.pid, signal.SIGUSR1)
     with _progress(console, transient=True) as progress:
-        run = run_writers(server, args.writers, args.statements, progress)
+        run = run_writers(server, args.writers[-1], args.statements, progress, args.classes[0], args.sync_binlog[0])
     os.kill(b.pid, signal.SIGUSR2)
     deadline = time.monotonic() + 30
     while not stats_path.exists() and time.monotonic() < deadline and b.is_running:
@@ -307,25 +327,56 @@ def profile(key: str, args: argparse.Namespace, work: Path, stack: contextlib.Ex
     return out
 
 
+def _case(r: RunResult) -> str:
+    return f"{r.klass}, {r.writers} writer{'s' if r.writers > 1 else ''}, sync_binlog={r.sync_binlog}"
+
+
 def print_table(results: list[RunResult], console: Console, repeat: int) -> dict[str, Any]:
-    base = next((r for r in results if r.key == "mariadb" and not r.errors), None)
+    """One row per server and case (class, writers, sync_binlog); each ratio against MariaDB's row of its case."""
     title = "statements logged per second (autocommit, concurrent pymysql writers)"
     table = Table(title=title + (f", best of {repeat} runs" if repeat > 1 else ", one run"))
-    for col in ("server", "writers", "statements", "wall s", "statements/s", "server CPU s", "server µs/stmt",
+    for col in ("case", "server", "statements", "wall s", "statements/s", "server CPU s", "server µs/stmt",
                 "binlog MB", "other CPU s", "÷ MariaDB"):
-        table.add_column(col, justify="left" if col == "server" else "right")
+        table.add_column(col, justify="left" if col in ("case", "server") else "right")
     ratios: dict[str, float] = {}
     for r in results:
+        base = next((b for b in results if b.key == "mariadb" and _case(b) == _case(r) and not b.errors), None)
         ratio = r.per_second / base.per_second if base and base.per_second else 0.0
         if base is not None and r.key != "mariadb":
-            ratios[r.key] = round(ratio, 3)
-        table.add_row(r.label, str(r.writers), f"{r.statements:,}", f"{r.wall_s:.2f}", f"{r.per_second:,.0f}",
+            ratios[f"{r.key}: {_case(r)}"] = round(ratio, 3)
+        table.add_row(_case(r), r.label, f"{r.statements:,}", f"{r.wall_s:.2f}", f"{r.per_second:,.0f}",
                       f"{r.server_cpu_s:.2f}", f"{r.cpu_us_per_statement:.0f}", f"{r.binlog_bytes / 1e6:.1f}",
                       f"{r.other_cpu_s:.2f}", f"[bold]{ratio:.2f}[/]" if base else "-")
     console.print(table)
     for key, ratio in ratios.items():
-        console.print(f"{TARGET_LABELS[key]}: {ratio:.2f}x MariaDB's statements per second")
+        console.print(f"{key}: {ratio:.2f}x MariaDB's statements per second")
     return ratios
+
+
+def _expected(klass: str, writers: int, per_writer: int) -> int:
+    """Workload statements the binlog must hold for one run (SET is not logged)."""
+    return 0 if klass == "set" else writers * per_writer
+
+
+def _best_runs(servers: list[Server], runs: list[RunResult], args: argparse.Namespace,
+               console: Console) -> list[RunResult]:
+    """Verify each server's binlog (every run's statements exactly once) and keep each case's shortest run."""
+    best: list[RunResult] = []
+    for s in servers:
+        own = [r for r in runs if r.key == s.key]
+        expected = sum(_expected(r.klass, r.writers, args.statements) for r in own)
+        verify(s, own[-1], expected, s.key == "binlogd-tables-info")
+        total_bytes = own[-1].binlog_bytes
+        for r in own:  # each run's share of the binlog, by its statements
+            share = _expected(r.klass, r.writers, args.statements) / expected if expected else 0.0
+            r.binlog_bytes = int(total_bytes * share)
+            r.logged_statements = _expected(r.klass, r.writers, args.statements) if not own[-1].errors else 0
+        for e in [e for r in own for e in r.errors][:5]:
+            console.print(f"[red]{s.label}: {e}[/]")
+        for case in dict.fromkeys(_case(r) for r in own):
+            ok = [r for r in own if _case(r) == case and not r.errors and r.wall_s > 0]
+            best.append(min(ok, key=lambda r: r.wall_s) if ok else [r for r in own if _case(r) == case][-1])
+    return best
 
 
 def _targets(text: str) -> list[str]:
@@ -336,24 +387,47 @@ def _targets(text: str) -> list[str]:
     return keys
 
 
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("a comma-separated list of integers") from None
+    if not values:
+        raise argparse.ArgumentTypeError("a comma-separated list of integers")
+    return values
+
+
+def _classes(text: str) -> list[str]:
+    keys = [x.strip() for x in text.split(",") if x.strip()]
+    if not keys or any(k not in CLASSES for k in keys):
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(CLASSES)}")
+    return keys
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.standalone_writes", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--writers", type=int, default=8, help="concurrent pymysql writers (default 8)")
+    p.add_argument("--writers", type=_ints, default=[8],
+                   help="concurrent pymysql writers, a list measures each (default 8; e.g. 1,8)")
     p.add_argument("--statements", type=int, default=2000, help="statements per writer (default 2000)")
     p.add_argument("--targets", type=_targets, default=list(DEFAULT_TARGETS),
                    help=f"servers to measure, from {','.join(TARGETS)} (default: all)")
     p.add_argument("--repeat", type=int, default=1,
                    help="runs per server, interleaved; the shortest wall is reported (default 1, as the issue asks; "
                    "more give steadier figures on a shared machine)")
-    p.add_argument("--sync-binlog", type=int, default=0,
-                   help="sync_binlog for every server (default 0: the OS writes back, MariaDB's default)")
+    p.add_argument("--sync-binlog", type=_ints, default=[0],
+                   help="sync_binlog for every server, a list measures each (default 0: the OS writes back, "
+                   "MariaDB's default; e.g. 0,1)")
+    p.add_argument("--classes", type=_classes, default=["mix"],
+                   help=f"statement classes, each measured alone, from {','.join(CLASSES)} (default mix)")
     p.add_argument("--work-dir", type=Path, help="servers' directories (default: a new directory under /tmp)")
     p.add_argument("--keep", action="store_true", help="keep server directories and logs")
     p.add_argument("--profile", choices=TARGETS[1:],
                    help="after the timed runs, one more run against this binlogd target with its event-loop thread "
                    "under cProfile (untimed); top functions printed and stored in the JSON")
     p.add_argument("--profile-top", type=int, default=25, help="entries per profile ranking (default 25)")
+    p.add_argument("--profile-clock", choices=("wall", "cpu"), default="wall",
+                   help="what the profile counts: wall time (default) or the event-loop thread's CPU time")
     p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     return p
 
@@ -361,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=200)
-    if args.writers < 1 or args.statements < 1 or args.repeat < 1 or args.sync_binlog < 0:
+    if min(args.writers) < 1 or args.statements < 1 or args.repeat < 1 or min(args.sync_binlog) < 0:
         console.print("[red]--writers, --statements and --repeat must be >= 1, --sync-binlog >= 0[/]")
         return 2
     missing = [b for b in ("mariadbd", "mariadb-install-db") if find_binary(b) is None]
@@ -372,31 +446,31 @@ def main(argv: list[str] | None = None) -> int:
     started = dt.datetime.now()
     results: list[RunResult] = []
     try:
-        with contextlib.ExitStack() as stack:
-            work = stack.enter_context(_dir(args.work_dir, "binlogd-writes-", None, args.keep, console))
-            servers = start_servers(args.targets, work, args.sync_binlog, stack, console)
-            for s in servers:
-                _setup(s)
-            with _progress(console) as progress:
-                for rep in range(args.repeat):
-                    # every other repetition in reverse order: no server always runs right after another
-                    for s in servers if rep % 2 == 0 else servers[::-1]:
-                        results.append(run_writers(s, args.writers, args.statements, progress))
-            best: list[RunResult] = []
-            for s in servers:  # the binlog holds every repetition's statements
-                runs = [r for r in results if r.key == s.key]
-                verify(s, runs[-1], args.repeat * args.writers * args.statements, s.key == "binlogd-tables-info")
-                for r in runs:  # each run's share of the binlog
-                    r.binlog_bytes = runs[-1].binlog_bytes // args.repeat
-                    r.logged_statements = runs[-1].logged_statements // args.repeat
-                    r.tables_info_events = runs[-1].tables_info_events // args.repeat
-                for e in [e for r in runs for e in r.errors][:5]:
-                    console.print(f"[red]{s.label}: {e}[/]")
-                ok = [r for r in runs if not r.errors and r.wall_s > 0]
-                best.append(min(ok, key=lambda r: r.wall_s) if ok else runs[-1])
+        best: list[RunResult] = []
+        versions: dict[str, str] = {}
+        prof = None
+        with contextlib.ExitStack() as outer:
+            work = outer.enter_context(_dir(args.work_dir, "binlogd-writes-", None, args.keep, console))
+            for sync in args.sync_binlog:
+                with contextlib.ExitStack() as stack:  # servers restarted per sync_binlog value
+                    servers = start_servers(args.targets, work / f"sync{sync}", sync, stack, console)
+                    for s in servers:
+                        _setup(s)
+                        versions[s.key] = s.version
+                    mine: list[RunResult] = []
+                    with _progress(console) as progress:
+                        for rep in range(args.repeat):
+                            for writers in args.writers:
+                                for klass in args.classes:
+                                    # every other repetition in reverse order: no server always runs right after
+                                    # another
+                                    for s in servers if rep % 2 == 0 else servers[::-1]:
+                                        mine.append(run_writers(s, writers, args.statements, progress, klass, sync))
+                    results.extend(mine)
+                    best.extend(_best_runs(servers, mine, args, console))
             ratios = print_table(best, console, args.repeat)
-            prof = profile(args.profile, args, work, stack, console) if args.profile else None
-            versions = {s.key: s.version for s in servers}
+            if args.profile:
+                prof = profile(args.profile, args, work, outer, console)
         errors = sum(len(r.errors) for r in results)
         doc = {
             "benchmark": "standalone_writes",
@@ -407,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
             "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
             "versions": versions,
             "setup": SETUP,
-            "statement_examples": statements(0, 10),
+            "statement_examples": {k: statements(0, 10, k) for k in args.classes},
             "ratios": ratios,
             "best": [r.to_json() for r in best],
             "runs": [r.to_json() for r in results],

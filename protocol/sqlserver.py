@@ -83,31 +83,32 @@ class SafeStream:
         # net->read_timeout): a silent peer or one stuck inside a packet is dropped without an answer
         self.timeout: float | None = None
 
-    async def _read(self, n: int) -> bytes:
-        try:
-            async with asyncio.timeout(self.timeout):
-                return await self._inner.reader.readexactly(n)
-        except (asyncio.IncompleteReadError, TimeoutError) as e:
-            raise ConnectionClosed() from e
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     async def read(self) -> bytes:
+        """One packet (joined across 16 MiB frames); one timeout covers the whole packet."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._read_packet()
+        except (asyncio.IncompleteReadError, TimeoutError) as e:
+            raise ConnectionClosed() from e
+
+    async def _read_packet(self) -> bytes:
         seqs = self._inner.seq
-        data = bytearray()
+        reader = self._inner.reader
+        data = b""
         while True:
-            header = await self._read(4)
-            word = int.from_bytes(header, "little")
+            word = int.from_bytes(await reader.readexactly(4), "little")
             length, seq = word & 0xFFFFFF, word >> 24
             expected = next(seqs)
             if seq != expected:
                 raise MysqlError("Got packets out of order", 1156)  # type: ignore[arg-type]
             if len(data) + length > self.max_payload:
                 raise MysqlError("Got a packet bigger than 'max_allowed_packet' bytes", 1153)  # type: ignore[arg-type]
-            data += await self._read(length)
+            data += await reader.readexactly(length)
             if length < 0xFFFFFF:
-                return bytes(data)
+                return data
 
 
 def _feed(transport: asyncio.BaseTransport, data: bytes) -> None:
@@ -130,7 +131,8 @@ class AuthFailed(Exception):
 
 
 PARAMETER_COUNT_AVAILABLE = 0x08  # COM_STMT_EXECUTE flags: a parameter count follows (query attributes)
-_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"})
+# escape_string_for_mysql: the characters MariaDB escapes when it writes a parameter into the logged statement
+_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\"": "\\\"", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"})
 
 
 def sql_literal(value: Any) -> str:

@@ -263,10 +263,10 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
     primary = Primary(store, cfg.server_id, cfg.compat, cfg.gtid_domain_id)
     if standalone is not None:
         primary.standalone, standalone.server = standalone, primary
-        primary.max_binlog_size = cfg.max_binlog_size  # type: ignore[attr-defined]  # @@max_binlog_size
-        primary.binlog_format = "STATEMENT"  # type: ignore[attr-defined]
+        primary.max_binlog_size = cfg.max_binlog_size  # @@max_binlog_size
+        primary.binlog_format = "STATEMENT"
     else:
-        primary.binlog_row_metadata = cfg.binlog_row_metadata  # type: ignore[attr-defined]
+        primary.binlog_row_metadata = cfg.binlog_row_metadata
     if ledger is not None:
         ledger.start()
         primary.ledger = ledger

@@ -26,10 +26,10 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.decision import clamp_capability
 from binlogd.protocol.packets import err_packet, ok_packet
 from binlogd.protocol.sqlserver import MALFORMED_INPUT, StrictConnection
-from mysql_mimic import types
+from mysql_mimic import packets, types
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
-from mysql_mimic.results import ResultColumn
+from mysql_mimic.results import ResultColumn, ensure_result_set
 from mysql_mimic.results import ResultSet as ResultSet_
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
@@ -45,6 +45,7 @@ from .privileges import Priv, check_dump, check_purge, check_register, check_sho
 from .semisync_acks import watch_acks
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
+from .standalone.session import WriteSession
 from .tls import tls_status
 
 log = logging.getLogger("binlogd.conn")
@@ -79,7 +80,7 @@ class ReplicationSession(BaseSession):
         self.database: str | None = None
         self.state = SessionState()
         self.handshake_collation = 45  # the client's collation id from its handshake (standalone Query events)
-        self.writes: Any = None  # standalone mode: this connection's WriteSession (server/standalone)
+        self.writes: WriteSession | None = None  # standalone mode: this connection's write state
         self.privileges = Priv.ALL  # the account's, from the users file (server/privileges.py)
         self.account_host = "%"  # the account's host pattern (MariaDB names it in 1044)
 
@@ -87,7 +88,7 @@ class ReplicationSession(BaseSession):
         try:
             if self.privileges != Priv.ALL:
                 await self._check_privileges(sql)
-            if self.writes is not None:  # standalone: writes become binlog events, the rest as below
+            if self.writes is not None and self.primary.standalone is not None:  # standalone: writes -> events
                 result = await self.primary.standalone.execute(sql, self.state, self.writes)
             elif self.primary.purge is not None and (purge := purge_request(sql, self.state.database)) is not None:
                 await self.primary.purge(purge)  # relay mode: PURGE BINARY LOGS of the stored files
@@ -116,9 +117,14 @@ class ReplicationSession(BaseSession):
             check_purge(self.privileges)  # relay mode
         if self.writes is not None and _WRITE_PRIVS & self.privileges != _WRITE_PRIVS:
             from .standalone.classify import classify
+            from .standalone.prepared import statement_to_check
 
-            stmt = classify(sql, self.state.database)  # 1064 / 1046 first, as MariaDB's parser runs first
-            check_write(stmt, sql, self.privileges, self.username or "", self.state.host, self.account_host,
+            # PREPARE / EXECUTE: the statement prepared or bound (MariaDB checks it when it is prepared)
+            text = statement_to_check(sql, self.writes.prepared, self.state.user_vars)
+            if text is None:
+                return
+            stmt = classify(text, self.state.database)  # 1064 / 1046 first, as MariaDB's parser runs first
+            check_write(stmt, text, self.privileges, self.username or "", self.state.host, self.account_host,
                         self.state.database, self.primary.version)
 
     def grant(self, connection: Connection) -> None:
@@ -152,13 +158,13 @@ class ReplicationSession(BaseSession):
             raise _mysql_error(e) from e
 
     def _change_database(self, database: str) -> None:
-        if self.writes is not None:
+        if self.writes is not None and self.primary.standalone is not None:
             self.primary.standalone.use_database(self.state, database)  # standalone: the schema catalogue's
         else:
             change_database(self.state, database)
 
     async def close(self) -> None:
-        if self.writes is not None:
+        if self.writes is not None and self.primary.standalone is not None:
             self.primary.standalone.end_session(self.writes)  # an open transaction is rolled back
         await super().close()
 
@@ -205,6 +211,13 @@ class ReplicationConnection(StrictConnection):
     def on_close(self) -> None:
         self.primary.connection_closed(self.connection_id)
 
+    @property
+    def rsession(self) -> ReplicationSession:
+        """mimic types `session` as its BaseSession; the server factory always makes a ReplicationSession."""
+        s = self.session
+        assert isinstance(s, ReplicationSession)
+        return s
+
     async def command_phase(self) -> None:
         """mimic's loop plus COM_REGISTER_SLAVE / COM_BINLOG_DUMP; never lets an exception kill the server."""
         while True:
@@ -238,6 +251,8 @@ class ReplicationConnection(StrictConnection):
                         log.info("connection %d: COM_BINLOG_DUMP_GTID %s refused (MySQL-only command)",
                                  self.connection_id, parse_binlog_dump_gtid(data))
                     await self._write_raw(err_packet(ER_UNKNOWN_COM_ERROR, "Unknown command"))
+                elif command == types.Commands.COM_QUERY:
+                    await self._com_query(data[1:])
                 elif command in _MIMIC_COMMANDS:
                     await getattr(self, _MIMIC_COMMANDS[command])(data[1:])
                 else:
@@ -259,18 +274,28 @@ class ReplicationConnection(StrictConnection):
             finally:
                 self.stream.reset_seq()
 
+    async def _com_query(self, data: bytes) -> None:
+        """COM_QUERY as mimic's handle_query does it, without its dispatch and wrapper layers (the write load's
+        per-packet path): OK when the session answers None, else the text result set through mimic's writer."""
+        q = packets.parse_com_query(capabilities=self.capabilities, client_charset=self.client_charset, data=data)
+        result = await self.rsession.handle_query(q.sql, q.query_attrs)
+        if result is None:
+            await self.stream.write(self.ok())
+            return
+        await self.write_text_resultset(await ensure_result_set(result))
+
     async def handle_change_user(self, data: bytes) -> None:
         await super().handle_change_user(data)
-        self.session.grant(self)  # type: ignore[attr-defined]
+        self.rsession.grant(self)
 
     def _wait_timeout(self) -> float:
         """The session's wait_timeout (SET SESSION wait_timeout), else the server's."""
-        value = self.session.state.session_sysvars.get("wait_timeout")  # type: ignore[attr-defined]
+        value = self.rsession.state.session_sysvars.get("wait_timeout")
         return float(value) if isinstance(value, int | float) else self.wait_timeout
 
     async def _refuse_replication(self, register: bool) -> bool:
         """COM_REGISTER_SLAVE / COM_BINLOG_DUMP without REPLICATION SLAVE: MariaDB's refusal, True if refused."""
-        session: ReplicationSession = self.session  # type: ignore[assignment]
+        session = self.rsession
         try:
             if register:
                 check_register(session.privileges, session.username or "", session.account_host)
@@ -294,7 +319,7 @@ class ReplicationConnection(StrictConnection):
         await self._write_raw(ok_packet())
 
     def _dump_params(self, pos: int, flags: int, server_id: int, file: str) -> DumpParams:
-        st: SessionState = self.session.state  # type: ignore[attr-defined]
+        st = self.rsession.state
         uv = st.user_vars
         checksum = uv.get("master_binlog_checksum")
         heartbeat = uv.get("master_heartbeat_period")
@@ -388,7 +413,7 @@ class ReplicationConnection(StrictConnection):
 
     def _ledger_info(self) -> dict[str, object]:
         """Who is dumping, for the audit ledger's `conn` record (docs/ledger.md)."""
-        st: SessionState = self.session.state  # type: ignore[attr-defined]
+        st = self.rsession.state
         peer = self.stream.writer.get_extra_info("peername")
         return {"thread_id": self.connection_id, "peer": f"{peer[0]}:{peer[1]}" if peer else None,
                 "user": self.session.username, "capability_set": "mariadb_slave_capability" in st.user_vars}

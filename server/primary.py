@@ -10,7 +10,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from binlogd.protocol.binlog_file import scan
 from binlogd.protocol.commands import RegisterSlave
@@ -32,6 +32,10 @@ from .ledger import Ledger
 from .semisync import SemiSyncMaster, SemiSyncSlave
 from .sql_surface import SqlError
 from .store import BinlogStore, StoreError
+
+if TYPE_CHECKING:
+    from .standalone.schema import Catalogue
+    from .write_handler import WriteHandler
 
 log = logging.getLogger("binlogd.primary")
 
@@ -62,7 +66,12 @@ class Primary:
         self.started = time.monotonic()
         self.connections: Callable[[], int] = lambda: 0  # set by the network server
         self.ledger: Ledger | None = None  # the audit ledger (server/ledger.py), when enabled
-        self.standalone: Any = None  # standalone mode: the StandaloneSource writing the binlog (server/standalone)
+        self.standalone: WriteHandler | None = None  # standalone mode: the write path (server/standalone)
+        # ServerView extras read by sysvars (None: the variable's default): @@max_binlog_size and
+        # @@binlog_format (standalone), @@binlog_row_metadata (directory and relay modes)
+        self.max_binlog_size: int | None = None
+        self.binlog_format: str | None = None
+        self.binlog_row_metadata: str | None = None
         # relay mode (server/relay): SHOW SLAVE STATUS row, START/STOP SLAVE (True when something changed)
         self.slave_status: Callable[[], dict[str, object]] | None = None
         self.slave_control: Callable[[bool], bool] | None = None
@@ -75,7 +84,7 @@ class Primary:
         self.binlog_expire_logs_seconds = 0  # @@binlog_expire_logs_seconds (@@expire_logs_days: its alias)
 
     @property
-    def schema(self) -> Any:
+    def schema(self) -> Catalogue | None:
         """The standalone primary's schema catalogue (SHOW TABLES, DESCRIBE...); None in the read-only modes."""
         return None if self.standalone is None else self.standalone.schema
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .sql_surface import ServerView
+    from .sql_surface.server_view import ServerView
 
 Value = int | float | str | None
 

@@ -145,6 +145,16 @@ def test_write_without_the_right_is_refused_as_mariadb(pair: tuple[Any, Any], sq
     assert error_of(lambda: run(ours, "mon", sql)) == expected
 
 
+@pytest.mark.parametrize("sql", ["PREPARE s FROM 'INSERT INTO shop.t VALUES (?)'",
+                                 "PREPARE s FROM 'DELETE FROM shop.t WHERE id = ?'"])
+def test_prepare_without_the_right_is_refused_as_mariadb(pair: tuple[Any, Any], sql: str) -> None:
+    """SQL PREPARE of a write: refused when prepared, as MariaDB checks the statement's privileges then."""
+    real, ours = pair
+    expected = error_of(lambda: run(real, "mon", sql))
+    assert expected[0] == 1142, expected
+    assert error_of(lambda: run(ours, "mon", sql)) == expected
+
+
 def test_legacy_line_keeps_every_privilege(pair: tuple[Any, Any]) -> None:
     _, ours = pair
     with ours.connect(user="legacy", password="plain password") as conn, conn.cursor() as cur:

@@ -120,8 +120,30 @@ class QueryContext:
     hrnow: int | None = None  # microseconds of the statement's start, for statements that read the clock
 
 
+# (context, db override) -> the QUERY body up to its query text: a session's statements share everything before
+# the text (thread id, db, status variables) unless they read the clock (Q_HRNOW) or carry a Q_XID
+_PREFIXES: dict[tuple[QueryContext, str | None], bytes] = {}
+_PREFIXES_MAX = 4096
+
+
 def query_body(sql: str | bytes, ctx: QueryContext, *, db: str | None = None, xid: int | None = None) -> bytes:
-    """A QUERY body with MariaDB 10.11's status variables in its order; `db` overrides ctx.db."""
+    """A QUERY body with MariaDB 10.11's status variables in its order; `db` overrides ctx.db.
+
+    The query text is the body's last field, so the bytes before it are encoded once per (context, db) and
+    reused (`encode_query` of the same fields with an empty text is exactly that prefix)."""
+    text = sql.encode() if isinstance(sql, str) else sql
+    if ctx.hrnow is None and xid is None:
+        key = (ctx, db)
+        prefix = _PREFIXES.get(key)
+        if prefix is None:
+            if len(_PREFIXES) >= _PREFIXES_MAX:
+                _PREFIXES.clear()
+            prefix = _PREFIXES[key] = _query_body(b"", ctx, db, xid)
+        return prefix + text
+    return _query_body(text, ctx, db, xid)
+
+
+def _query_body(text: bytes, ctx: QueryContext, db: str | None, xid: int | None) -> bytes:
     status: dict[int, StatusVarValue] = {Q_FLAGS2_CODE: ctx.flags2, Q_SQL_MODE_CODE: ctx.sql_mode,
                                          Q_CATALOG_NZ_CODE: b"std"}
     if ctx.auto_increment is not None and ctx.auto_increment != (1, 1):
@@ -133,7 +155,6 @@ def query_body(sql: str | bytes, ctx: QueryContext, *, db: str | None = None, xi
         status[Q_HRNOW] = ctx.hrnow
     if xid is not None:
         status[Q_XID] = xid
-    text = sql.encode() if isinstance(sql, str) else sql
     return encode_query(QueryBody(thread_id=ctx.thread_id, exec_time=0, error_code=0,
                                   db=(ctx.db if db is None else db).encode(), query=text, status_vars=status))
 

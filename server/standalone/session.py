@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .logger import Ev, Group
+from .logger import Ev, Group, QueryContext
+from .prepared import Prepared
 
 
 @dataclass
@@ -24,6 +25,10 @@ class WriteSession:
     # LAST_INSERT_ID(): 0 on a new connection; unknown (None) once the session inserted (an auto-increment id may
     # have been generated, and binlogd has no table to know it)
     last_insert_id: int | None = 0
+    # the last QueryContext built for a statement that does not read the clock, with what it was built from
+    # (the session's SET variables, database): the next statement of an unchanged session reuses it
+    context_cache: tuple[object, QueryContext] | None = None
+    prepared: dict[str, Prepared] = field(default_factory=dict)  # SQL PREPARE name -> statement (lower-case names)
 
     @property
     def in_trx(self) -> bool:

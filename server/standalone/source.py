@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlogd.protocol.constants import LOG_EVENT_SUPPRESS_USE_F
 from binlogd.protocol.events import AutoIncrement, QueryCharset
@@ -34,6 +34,7 @@ from ..expiry import PurgeRequest, purge_request
 from ..semisync import SemiSyncMaster
 from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
 from ..store import BinlogStore
+from . import prepared
 from .classify import Kind, Statement, classify
 from .files import BinlogFiles
 from .logger import (
@@ -47,8 +48,11 @@ from .logger import (
     StatementEvents,
     TablesInfoHook,
 )
-from .schema import SYSTEM_DATABASES, Catalogue, apply_statement
+from .schema import SYSTEM_DATABASES, Catalogue, DmlPlan, apply_statement
 from .session import WriteSession
+
+if TYPE_CHECKING:
+    from ..primary import Primary
 
 log = logging.getLogger("binlogd.standalone")
 
@@ -102,7 +106,7 @@ class StandaloneSource:
                                  server_version=cfg.server_version, max_binlog_size=cfg.max_binlog_size,
                                  post_header_lengths=post_header_lengths)
         self.tables_info = tables_info
-        self.server: Any = None  # the Primary (ServerView, running dumps); set by serve()
+        self.server: Primary | None = None  # the ServerView and its running dumps; set by serve()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="binlog-writer")
         self._query_ids = itertools.count(1)
         self._pending: list[tuple[list[Group], asyncio.Future[tuple[str, int]]]] = []
@@ -111,6 +115,13 @@ class StandaloneSource:
         self._rng = random.Random()
         self.schema = Catalogue()  # the event loop's catalogue: checked and changed in statement order
         self.semi_sync: SemiSyncMaster | None = None  # --rpl-semi-sync-master-enabled: commits wait for an ack
+        self._checked: set[tuple[DmlPlan, str | None, bool]] = set()  # DML shapes the catalogue accepted
+
+    @property
+    def view(self) -> Primary:
+        """The Primary this source writes for: set by serve() before the first connection."""
+        assert self.server is not None, "StandaloneSource.server is set by serve() before connections"
+        return self.server
 
     # --- lifecycle -----------------------------------------------------------------------------------
     async def open(self) -> BinlogStore:
@@ -123,6 +134,7 @@ class StandaloneSource:
         elif report.file:
             log.info("binlog %s recovered cleanly (end %d)", report.file, report.last_end)
         self.schema = self.files.schema.clone()
+        self._checked.clear()
         return self.writer.store
 
     async def close(self) -> None:
@@ -191,16 +203,18 @@ class StandaloneSource:
 
     async def purge(self, req: PurgeRequest) -> list[str]:
         """PURGE BINARY LOGS or expiry, in the writer thread (never racing a commit or a rotation)."""
-        return await self._run(self.files.purge, req, self.server.files_in_use())  # type: ignore[no-any-return]
+        return await self._run(self.files.purge, req, self.view.files_in_use())  # type: ignore[no-any-return]
 
     # --- statements ----------------------------------------------------------------------------------
     async def execute(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
+        if prepared.is_prepared_statement_command(sql.lstrip(_TRIM)):
+            return await self._sql_prepared(sql, st, ws)
         try:
             stmt = classify(sql, st.database)
             kind = stmt.kind
             if kind is Kind.DML:
                 if stmt.plan is not None:
-                    self.schema.check_dml(stmt.plan, st.database, _strict(self._get(st, "sql_mode")))
+                    self._check_dml(stmt.plan, st)
                 done = await self._dml(stmt, st, ws)
                 st.diagnostics = []  # a statement that uses a table resets SHOW WARNINGS
                 return done
@@ -227,7 +241,10 @@ class StandaloneSource:
         if kind is Kind.BEGIN:
             await self._implicit_commit(st, ws)
         autocommit_before = st.autocommit
-        result = await asyncio.to_thread(execute, sql, st, self.server)
+        if _in_memory(kind, sql):
+            result = execute(sql, st, self.view)
+        else:  # SHOW BINLOG EVENTS, @@gtid_binlog_pos, BINLOG_GTID_POS()...: may read binlog files
+            result = await asyncio.to_thread(execute, sql, st, self.view)
         if kind is Kind.COMMIT:
             await self._commit_session(st, ws)
         elif kind is Kind.ROLLBACK:
@@ -235,6 +252,25 @@ class StandaloneSource:
         elif st.autocommit and not autocommit_before:  # SET autocommit=1 commits the open transaction
             await self._commit_session(st, ws)
         return result
+
+    async def _sql_prepared(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
+        """PREPARE / EXECUTE / DEALLOCATE PREPARE (server/standalone/prepared.py): EXECUTE runs the statement with
+        its parameters inlined, which is what MariaDB logs."""
+        text = prepared.command_text(sql)
+        verb = text[:7].upper()
+        try:
+            if verb.startswith("PREPARE"):
+                prepared.prepare(text, ws.prepared, st.user_vars)
+                return Ok(info="Statement prepared")
+            if verb.startswith("EXECUTE"):
+                bound = prepared.bind(text, ws.prepared, st.user_vars)
+            else:
+                prepared.deallocate(text, ws.prepared)
+                return Ok()
+        except SqlError as e:
+            st.diagnostics = [("Error", e.code, e.message)]
+            raise
+        return await self.execute(bound, st, ws)
 
     async def _commit_session(self, st: SessionState, ws: WriteSession) -> None:
         group = ws.take(self._now(st), st.skip_replication)
@@ -283,9 +319,20 @@ class StandaloneSource:
                                user_vars=user_vars, collation=ctx.charset.connection, db=db, query_flags=flags,
                                xid=query_id if stmt.ddl_xid else None)
 
+    def _check_dml(self, plan: DmlPlan, st: SessionState) -> None:
+        """The catalogue's check of a DML shape; a shape that passed is not checked again until DDL changes the
+        catalogue (the check reads only the plan, the default database, strictness and the catalogue)."""
+        key = (plan, st.database, _strict(self._get(st, "sql_mode")))
+        if key in self._checked:
+            return
+        self.schema.check_dml(plan, key[1], key[2])
+        if len(self._checked) >= 4096:
+            self._checked.clear()
+        self._checked.add(key)
+
     def _get(self, st: SessionState, name: str) -> Any:
         sv = st.session_sysvars
-        return sv[name] if name in sv else SV.SYSVARS[name].global_value(self.server)
+        return sv[name] if name in sv else SV.SYSVARS[name].global_value(self.view)
 
     def use_database(self, st: SessionState, name: str) -> None:
         """USE / COM_INIT_DB: a database of the catalogue (or a system one), else MariaDB's 1049."""
@@ -294,6 +341,23 @@ class StandaloneSource:
         use_database(st, name)
 
     def _context(self, st: SessionState, ws: WriteSession, clock: bool, now: float) -> QueryContext:
+        """The session's QueryContext; without the clock it depends only on the session's SET variables and
+        database (the globals do not change: SET GLOBAL is refused), so an unchanged session reuses the last one."""
+        if clock:
+            return self._build_context(st, ws, clock, now)
+        try:
+            key = (tuple(st.session_sysvars.items()), st.database)
+            hash(key)
+        except TypeError:  # a value without a hash: build it every time
+            return self._build_context(st, ws, clock, now)
+        cached = ws.context_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        ctx = self._build_context(st, ws, clock, now)
+        ws.context_cache = (key, ctx)
+        return ctx
+
+    def _build_context(self, st: SessionState, ws: WriteSession, clock: bool, now: float) -> QueryContext:
         sv = st.session_sysvars
 
         def get(name: str) -> Any:
@@ -315,7 +379,7 @@ class StandaloneSource:
         server = collation_id(str(get("collation_server")))
         inc, off = int(get("auto_increment_increment")), int(get("auto_increment_offset"))
         tz = sv.get("time_zone")
-        time_zone = str(tz) if tz is not None and str(tz) != str(SV.SYSVARS["time_zone"].global_value(self.server)) \
+        time_zone = str(tz) if tz is not None and str(tz) != str(SV.SYSVARS["time_zone"].global_value(self.view)) \
             else (str(get("time_zone")) if clock else None)
         return QueryContext(thread_id=ws.thread_id, charset=QueryCharset(client, connection, server),
                             db=st.database if st.database and st.database != "information_schema" else "",
@@ -351,8 +415,10 @@ class StandaloneSource:
             # only logged DDL changes the catalogue (it models the replicas); unlogged DDL is checked on a copy
             notes = apply_statement(self.schema if st.sql_log_bin else self.schema.clone(), stmt, db)
         except SqlError:
+            self._checked.clear()  # DDL changed or tried to change the catalogue: DML shapes are checked again
             await self.commit(groups)  # the implicit commit happened before the statement failed (as in MariaDB)
             raise
+        self._checked.clear()  # the catalogue may have changed: DML shapes are checked again
         query_id = next(self._query_ids)
         if st.sql_log_bin:
             ev = self._statement(stmt, st, ws, query_id)
@@ -373,6 +439,21 @@ def _strict(sql_mode: Any) -> bool:
     """STRICT_TRANS_TABLES / STRICT_ALL_TABLES: a missing value is an error, not a warning (1364, 1048)."""
     modes = str(sql_mode).upper().split(",")
     return "STRICT_TRANS_TABLES" in modes or "STRICT_ALL_TABLES" in modes
+
+
+_INLINE_VERBS = ("SET", "BEGIN", "START", "COMMIT", "ROLLBACK")
+_INLINE_MAX = 4096  # longer text (a SET of a huge string) is lexed in a thread: the loop stays responsive
+
+
+def _in_memory(kind: Kind, sql: str) -> bool:
+    """Statements the SQL surface answers from the session alone, run on the event loop without a thread hop:
+    transaction control and SET without a function call, a system variable read or DEFAULT (which can reach a
+    server value read from the binlog files: @@log_bin, @@binlog_checksum, BINLOG_GTID_POS())."""
+    if (kind not in (Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.OTHER) or len(sql) > _INLINE_MAX or "(" in sql
+            or "@@" in sql):
+        return False
+    text = sql.lstrip(_TRIM)[:9].upper()
+    return text.startswith(_INLINE_VERBS) and "DEFAULT" not in sql.upper()
 
 
 def _is_insert(sql: str) -> bool:
