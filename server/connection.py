@@ -43,6 +43,7 @@ from .privileges import Priv, check_dump, check_register, check_show, check_writ
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
 from .tls import tls_status
+from .transcode import first_rotate_crc
 
 log = logging.getLogger("binlogd.conn")
 _WRITE_PRIVS = Priv.WRITE | Priv.RELOAD | Priv.BINLOG_ADMIN
@@ -302,13 +303,14 @@ class ReplicationConnection(StrictConnection):
             capability=clamp_capability(uv.get("mariadb_slave_capability")),
             skip_replication=st.skip_replication,
             checksum_aware="master_binlog_checksum" in uv,
-            first_rotate_crc=str(checksum).upper() == "CRC32",
+            first_rotate_crc=first_rotate_crc("master_binlog_checksum" in uv, checksum),
             heartbeat_ns=max(0, heartbeat_ns),
             connect_state=None if connect_state is None else str(connect_state),
             gtid_strict=_truthy(uv.get("slave_gtid_strict_mode")),
             gtid_ignore_duplicates=_truthy(uv.get("slave_gtid_ignore_duplicates")),
             compat=self.primary.compat,
             send_tables_info=_truthy(uv.get("binlogd_send_tables_info")),
+            add_checksums=uv.get("binlogd_add_checksums"),
         )
 
     async def handle_binlog_dump(self, data: bytes) -> None:
