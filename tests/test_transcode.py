@@ -234,9 +234,10 @@ def test_bad_master_binlog_checksum_as_mariadb(binlogd, mariadb, twins, value: s
 
 def test_mariadb_binlog_reads_transcoded_stream(binlogd, twins, tmp_path: Path) -> None:
     """mariadb-binlog -R (checksum-aware: it sets @master_binlog_checksum='NONE', so binlogd sends CRC32 files as
-    stored) prints the same from binlogd serving the CRC32 twin as it prints reading that file locally; and the
-    stream a non-aware client got, written back as a file, is the NONE twin byte for byte, which mariadb-binlog
-    prints as it prints the NONE twin."""
+    stored) prints the same from binlogd serving the CRC32 twin as it prints reading that file locally. It cannot
+    be made non-aware nor set @binlogd_add_checksums (it has no --init-command), so the transcoded streams of the
+    raw client are written back as files: the stripped one is the NONE twin byte for byte, the added one the CRC32
+    twin, and mariadb-binlog --verify-binlog-checksum prints each as it prints its twin."""
     crc_dir, none_dir = twins
     a = binlogd.serve(crc_dir)
     exe = find_binary("mariadb-binlog")
@@ -246,23 +247,26 @@ def test_mariadb_binlog_reads_transcoded_stream(binlogd, twins, tmp_path: Path) 
         local = subprocess.run([exe, str(crc_dir / name)], capture_output=True, text=True, timeout=60,
                                check=True).stdout
         assert "CRC32 0x" in local and _body(remote) == _body(local)
-    cap = _dump(a, NON_AWARE, capability=4)
-    files: list[bytearray] = []
-    for ev in cap.events:
-        if ev[4] == 4 and parse_header(ev).log_pos == 0:
-            files.append(bytearray(b"\xfebin"))
-        else:
-            files[-1] += ev
-    for i, data in enumerate(files, 1):
-        orig = (none_dir / f"mysql-bin.00000{i}").read_bytes()
-        data[4 + 17] = orig[4 + 17]  # the FDE's in-use flag (cleared when sent)
-        assert bytes(data) == orig, i
-        out = tmp_path / f"got.00000{i}"
-        out.write_bytes(data)
-        got_text = subprocess.run([exe, str(out)], capture_output=True, text=True, timeout=60, check=True).stdout
-        want_text = subprocess.run([exe, str(none_dir / f"mysql-bin.00000{i}")], capture_output=True, text=True,
-                                   timeout=60, check=True).stdout
-        assert got_text == want_text
+    for server, session, twin in ((a, NON_AWARE, none_dir), (binlogd.serve(none_dir), ADD, crc_dir)):
+        cap = _dump(server, session, capability=4)
+        files: list[bytearray] = []
+        for ev in cap.events:
+            if ev[4] == 4 and parse_header(ev).log_pos == 0:
+                files.append(bytearray(b"\xfebin"))
+            else:
+                files[-1] += ev
+        for i, data in enumerate(files, 1):
+            orig = (twin / f"mysql-bin.00000{i}").read_bytes()
+            data[4 + 17] = orig[4 + 17]  # the FDE's in-use flag (cleared when sent)
+            assert bytes(data) == orig, (twin, i)
+            out = tmp_path / f"{twin.name}.00000{i}"
+            out.write_bytes(data)
+            got_text = subprocess.run([exe, "-c", str(out)], capture_output=True, text=True, timeout=60,
+                                      check=True).stdout
+            want_text = subprocess.run([exe, "-c", str(twin / f"mysql-bin.00000{i}")], capture_output=True,
+                                       text=True, timeout=60, check=True).stdout
+            assert got_text == want_text
+            assert ("CRC32 0x" in got_text) == (twin == crc_dir)
 
 
 def _body(text: str) -> list[str]:
@@ -272,3 +276,50 @@ def _body(text: str) -> list[str]:
         if "end_log_pos 0 " in ln and "Rotate to" in ln:
             return lines[:i] + lines[i + 2 :]
     return lines
+
+
+def _big_twin(d: Path, checksum: str, blobs: list[int]) -> BinlogBuilder:
+    b = BinlogBuilder(d, checksum=checksum, timestamp=TS)  # type: ignore[arg-type]
+    b.statement("CREATE TABLE db.big (id INT PRIMARY KEY, b LONGBLOB)", "db")
+    for i, n in enumerate(blobs):
+        with b.transaction() as t:
+            t.insert("db", "big", ["id INT", "b LONGBLOB"], [(i, b"x" * n)])
+    b.close()
+    return b
+
+
+def test_events_across_the_16mib_packet_limit(binlogd, binlogd_test_dir: Path) -> None:
+    """Rows events of 17 MiB, and one whose packet is 0xFFFFFD bytes without its CRC and 0x1000001 with it: the
+    stage re-frames them (one packet more or less) and both directions still equal the twin byte for byte."""
+    probe = _big_twin(binlogd_test_dir / "probe", "NONE", [1000])
+    rows_len = next(e.end - e.start for e in probe.written if e.type_code == 23)
+    edge = 1000 + (0xFFFFFF - 3 - rows_len)  # the NONE event is 0xFFFFFF - 3 bytes, its packet 0xFFFFFD
+    crc_dir, none_dir = binlogd_test_dir / "big-crc", binlogd_test_dir / "big-none"
+    _big_twin(crc_dir, "CRC32", [17 << 20, edge])
+    twin = _big_twin(none_dir, "NONE", [17 << 20, edge])
+    assert 0xFFFFFF - 3 in [e.end - e.start for e in twin.written]
+    a, b = binlogd.serve(crc_dir), binlogd.serve(none_dir)
+    got, want = _dump(a, NON_AWARE, capability=4), _dump(b, ["SET @master_binlog_checksum='NONE'"], capability=4)
+    assert want.end == "EOF" and _fde_slot_masked(got) == _fde_slot_masked(want)
+    got, want = _dump(b, ADD, capability=4), _dump(a, ADD[:1], capability=4)
+    assert want.end == "EOF" and got.raw == want.raw
+    assert len(got.packets) == len(_dump(b, ADD[:1], capability=4).packets) + 1  # the edge event: 1 packet -> 2
+
+
+def test_corrupt_crc_is_not_stripped_silently(binlogd, twins) -> None:
+    """Stripping a CRC that fails would hide the damage from the client: binlogd stops with MariaDB's text for a
+    checksum failure (master_verify_checksum) at the event's coordinates; an aware client gets it as stored."""
+    crc_dir, _ = twins
+    path = crc_dir / "mysql-bin.000001"
+    data = bytearray(path.read_bytes())
+    ev = next(e for e in scan(data).events if e.type_code == 2 and b"UPDATE" in data[e.pos : e.end])
+    data[ev.end - 10] ^= 0xFF  # inside the statement text
+    path.write_bytes(bytes(data))
+    a = binlogd.serve(crc_dir)
+    cap = _dump(a, NON_AWARE, capability=4)
+    assert cap.error == (1236, f"event read from binlog did not pass crc check; the first event 'mysql-bin.000001' "
+                               f"at 4, the last event read from 'mysql-bin.000001' at {ev.pos}, the last byte read "
+                               f"from 'mysql-bin.000001' at {ev.end}."), cap.error
+    assert all(parse_header(e).log_pos < ev.end for e in cap.events[2:])  # nothing from the damaged event on
+    aware = _dump(a, ["SET @master_binlog_checksum='CRC32'"], capability=4)
+    assert aware.end == "EOF" and any(e == bytes(data[ev.pos : ev.end]) for e in aware.events)
