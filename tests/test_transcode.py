@@ -323,3 +323,59 @@ def test_corrupt_crc_is_not_stripped_silently(binlogd, twins) -> None:
     assert all(parse_header(e).log_pos < ev.end for e in cap.events[2:])  # nothing from the damaged event on
     aware = _dump(a, ["SET @master_binlog_checksum='CRC32'"], capability=4)
     assert aware.end == "EOF" and any(e == bytes(data[ev.pos : ev.end]) for e in aware.events)
+
+
+@pytest.mark.parametrize("state", ["0-1-2", "0-1-5", "0-1-7"])
+def test_gtid_connect_strip_equals_none_twin(binlogd, twins, state: str) -> None:
+    """A GTID connect of a non-aware client: the skipped groups, the fake GTID_LIST at the start position and the
+    rest, as the NONE twin sends them (the GTID_LIST's log_pos in the stream's coordinates)."""
+    crc_dir, none_dir = twins
+    a, b = binlogd.serve(crc_dir), binlogd.serve(none_dir)
+    st = [f"SET @slave_connect_state='{state}'", "SET @mariadb_slave_capability=4"]
+    got = raw_dump(a.host, a.port, st, b"\x12" + struct.pack("<IHI", 4, 1, 9), idle_timeout=5.0)
+    want = raw_dump(b.host, b.port, ["SET @master_binlog_checksum='NONE'", *st],
+                    b"\x12" + struct.pack("<IHI", 4, 1, 9), idle_timeout=5.0)
+    fake_list = any(e[4] == 163 and parse_header(e).flags & 0x20 for e in want.events)
+    assert want.end == "EOF" and fake_list == (state != "0-1-5")  # 0-1-5 ends file 1: file 2 starts right there
+    assert _fde_slot_masked(got) == _fde_slot_masked(want)
+
+
+def test_live_non_aware_client_resumes_where_it_saw(binlogd) -> None:
+    """A blocking non-aware client of a standalone binlogd (CRC32) while clients write and the binlog rotates: no
+    CRCs, positions that chain, heartbeats at the stream's end; reconnecting at any position it saw resumes at
+    the very next event it had received."""
+    import threading
+
+    server = binlogd.standalone()
+    server.execute("CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY)")
+    st = ["SET @master_heartbeat_period=300000000"]
+    cmd = b"\x12" + struct.pack("<IHI", 4, 0, 41) + b"mysql-bin.000001"
+    box: dict[str, DumpCapture] = {}
+    th = threading.Thread(target=lambda: box.setdefault("c", raw_dump(server.host, server.port, st, cmd,
+                                                                      idle_timeout=5.0, max_seconds=5.0)))
+    th.start()
+    for i in range(20):
+        server.execute(f"INSERT INTO d.t VALUES ({i})" + ("; FLUSH BINARY LOGS" if i in (7, 13) else ""))
+    th.join()
+    cap = box["c"]
+    evs = [(parse_header(e), e) for e in cap.events]
+    assert not any(crc_ok(e) for h, e in evs if h.type_code != 15)
+    file, seen = "", []  # (file, stream position after the event, the events that followed it)
+    prev = None
+    for i, (h, e) in enumerate(evs):
+        if h.type_code == 4 and h.log_pos == 0:
+            file, prev = e[27:].decode(), None
+            continue
+        if h.type_code == 27:
+            assert prev is not None and h.log_pos == prev  # a heartbeat: where the stream stands
+            continue
+        if prev is not None:
+            assert h.log_pos == prev + h.event_length, (file, h)
+        prev = h.log_pos
+        if h.type_code != 15 and h.type_code != 4:
+            seen.append((file, h.log_pos, [x for g, x in evs[i + 1 :] if g.type_code not in (4, 15, 27)]))
+    assert len({f for f, _, _ in seen}) == 3 and len(seen) > 40
+    for file, pos, after in seen[::7]:
+        again = _dump(server, NON_AWARE, pos, file)
+        assert again.end == "EOF", (file, pos, again.error)
+        assert [e for e in again.events if e[4] not in (4, 15, 27)] == after, (file, pos)
