@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import struct
+import zlib
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
@@ -38,6 +39,7 @@ from binlogd.protocol.constants import (
     HEADER_LEN,
     HEARTBEAT_LOG_EVENT,
     LOG_EVENT_ARTIFICIAL_F,
+    LOG_POS_OFFSET,
     MAX_PACKET_PAYLOAD,
     ROTATE_EVENT,
 )
@@ -50,6 +52,10 @@ ADD_VAR = "binlogd_add_checksums"
 _HDR = struct.Struct("<I")
 _LEN_POS = struct.Struct("<9xII")  # event_length, log_pos (reading)
 _LEN_AND_POS = struct.Struct("<II")  # the same, written at EVENT_LEN_OFFSET
+_U32 = struct.Struct("<I")
+_PKT_EVENT_HEAD = struct.Struct("<IB9sII")  # packet header, OK byte, the event up to event_length, length, log_pos
+_AFTER_POS = LOG_POS_OFFSET + 4  # flags and the rest of the event follow log_pos
+_SPECIAL = frozenset({FORMAT_DESCRIPTION_EVENT, ROTATE_EVENT, HEARTBEAT_LOG_EVENT})  # the general path's
 _TYPE_LEN_POS_FLAGS = struct.Struct("<4xB4xIIH")
 CORRUPT = "event read from binlog did not pass crc check"  # MariaDB's LOG_READ_CHECKSUM_FAILURE text
 
@@ -180,10 +186,11 @@ class _Positions:
     def count(self, pos: int) -> int:
         """Non-FDE events ending at or before `pos` (exact at the ends fed; else those before the ends left)."""
         ends = self.ends
-        while ends and ends[0][0] < pos and len(ends) > 1 and ends[1][0] <= pos:
+        while len(ends) > 1 and ends[1][0] <= pos:
             self.k_before = ends.popleft()[1]
-        if ends and ends[0][0] <= pos:
-            return ends[0][1]
+        first = ends[0] if ends else None
+        if first is not None and first[0] <= pos:
+            return first[1]
         return self.k_before
 
 
@@ -233,33 +240,77 @@ class TranscodingWriter:
 
     # --- Writer ------------------------------------------------------------------------------------------
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        buf = self._pending
-        buf += data
+        if self._pending:
+            self._pending += data
+            data = self._pending
+        mv = memoryview(data)
+        n = len(mv)
         out = bytearray()
         p = 0
-        n = len(buf)
+        seq = self.seq
+        hdr = _HDR.pack
+        head_pack = _PKT_EVENT_HEAD.pack
+        unpack_w = _HDR.unpack_from
+        crc32 = zlib.crc32
+        special = _SPECIAL
+        stream_pos = self.stream_pos
         try:
             while n - p >= 4:
-                (w,) = _HDR.unpack_from(buf, p)
+                (w,) = unpack_w(mv, p)
                 length = w & 0xFFFFFF
-                if n - p - 4 < length:
+                q = p + 4
+                if n - q < length:
                     break
-                part = bytes(buf[p + 4 : p + 4 + length])
-                p += 4 + length
+                end = q + length
+                # the common case, inline: an event in one packet that stays in one, not an FDE/ROTATE/heartbeat
+                if (length + CRC_LEN < MAX_PACKET_PAYLOAD and length > HEADER_LEN + CRC_LEN and mv[q] == 0
+                        and mv[q + 5] not in special and not self._parts):
+                    src_crc = self.src_alg == BINLOG_CHECKSUM_ALG_CRC32
+                    if src_crc == self.crc_out:
+                        out += hdr(length | (seq << 24))
+                        out += mv[q:end]
+                    elif src_crc:  # strip
+                        (log_pos,) = _U32.unpack_from(mv, q + 1 + LOG_POS_OFFSET)
+                        if crc32(mv[q + 1 : end - CRC_LEN]) != int.from_bytes(mv[end - CRC_LEN : end], "little"):
+                            raise self.corrupt(log_pos, length - 1)
+                        out += head_pack((length - CRC_LEN) | (seq << 24), 0, bytes(mv[q + 1 : q + 10]),
+                                         length - 1 - CRC_LEN, stream_pos(log_pos))
+                        out += mv[q + 1 + _AFTER_POS : end - CRC_LEN]
+                    else:  # add
+                        (log_pos,) = _U32.unpack_from(mv, q + 1 + LOG_POS_OFFSET)
+                        head = head_pack((length + CRC_LEN) | (seq << 24), 0, bytes(mv[q + 1 : q + 10]),
+                                         length - 1 + CRC_LEN, stream_pos(log_pos))
+                        body = mv[q + 1 + _AFTER_POS : end]
+                        out += head
+                        out += body
+                        out += (crc32(body, crc32(memoryview(head)[5:])) & 0xFFFFFFFF).to_bytes(CRC_LEN, "little")
+                    seq = (seq + 1) & 0xFF
+                    p = end
+                    continue
+                part = bytes(mv[q:end])
+                p = end
                 if length == MAX_PACKET_PAYLOAD or self._parts:
                     self._parts.append(part)
                     if length == MAX_PACKET_PAYLOAD:
                         continue
                     part = b"".join(self._parts)
                     self._parts = []
-                self.seq = frame(self._packet(part), self.seq, out)
+                seq = frame(self._packet(part), seq, out)
         except Exception:
-            buf.clear()  # the stream ends here: what came before the bad event is still written
+            mv.release()
+            self._pending = bytearray()  # the stream ends here: what came before the bad event is still written
             self._parts = []
+            self.seq = seq
             if out:
                 self.inner.write(out)
             raise
-        del buf[:p]
+        if data is self._pending:  # (an event arriving in many slices is not copied again for each one)
+            mv.release()
+            del self._pending[:p]
+        else:
+            self._pending = bytearray(mv[p:])
+            mv.release()
+        self.seq = seq
         if out:
             self.inner.write(out)
 

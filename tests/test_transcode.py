@@ -300,9 +300,9 @@ def test_events_across_the_16mib_packet_limit(binlogd, binlogd_test_dir: Path) -
     assert 0xFFFFFF - 3 in [e.end - e.start for e in twin.written]
     a, b = binlogd.serve(crc_dir), binlogd.serve(none_dir)
     got, want = _dump(a, NON_AWARE, capability=4), _dump(b, ["SET @master_binlog_checksum='NONE'"], capability=4)
-    assert want.end == "EOF" and _fde_slot_masked(got) == _fde_slot_masked(want)
+    assert got.end == want.end == "EOF" and _fde_slot_masked(got) == _fde_slot_masked(want)
     got, want = _dump(b, ADD, capability=4), _dump(a, ADD[:1], capability=4)
-    assert want.end == "EOF" and got.raw == want.raw
+    assert got.end == want.end == "EOF" and got.raw == want.raw
     assert len(got.packets) == len(_dump(b, ADD[:1], capability=4).packets) + 1  # the edge event: 1 packet -> 2
 
 
