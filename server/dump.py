@@ -242,6 +242,8 @@ class DumpStream:
             st.close_reason = "client_gone"
             log.info("%s replica went away: %s", self.label, e)
         finally:
+            if self.tc is not None and st.close_reason != "fault":  # (a fault's count is the socket's already)
+                st.bytes_sent = self.tc.written
             if self.ledger is not None:
                 self._ledger_close(err)
 

@@ -214,6 +214,7 @@ class TranscodingWriter:
         self.corrupt = corrupt
         self.src_alg = target  # before the first FDE: the first fake ROTATE follows @master_binlog_checksum
         self.delta = 0
+        self.written = 0  # bytes handed to `inner` (what the client gets)
         self._pending = bytearray()
         self._parts: list[bytes] = []
         self._files: dict[str, _Positions] = {}
@@ -302,6 +303,7 @@ class TranscodingWriter:
             self._parts = []
             self.seq = seq
             if out:
+                self.written += len(out)
                 self.inner.write(out)
             raise
         if data is self._pending:  # (an event arriving in many slices is not copied again for each one)
@@ -312,6 +314,7 @@ class TranscodingWriter:
             mv.release()
         self.seq = seq
         if out:
+            self.written += len(out)
             self.inner.write(out)
 
     async def drain(self) -> None:
