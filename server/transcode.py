@@ -108,7 +108,15 @@ def kind(target: int | None) -> str | None:
 def map_start(path: os.PathLike[str] | str, stream_pos: int, target: int, file_end: int) -> tuple[int, int] | None:
     """The file position of `stream_pos` (a position of the transcoded stream of file `path`) and the number of
     non-FDE events before it; None when it is no event boundary there or lies past the file's end (`file_end`).
-    Positions up to the FDE's end are the same in both. Blocking (a header walk): call it in a thread."""
+    Positions up to the FDE's end are the same in both. Blocking (a header walk): call it in a thread. An unreadable
+    file maps to itself: the dump's own open then reports it as MariaDB would."""
+    try:
+        return _map_start(path, stream_pos, target, file_end)
+    except OSError:
+        return stream_pos, 0
+
+
+def _map_start(path: os.PathLike[str] | str, stream_pos: int, target: int, file_end: int) -> tuple[int, int] | None:
     with open(path, "rb") as f:
         head = f.read(BIN_LOG_HEADER_SIZE + HEADER_LEN)
         if len(head) < BIN_LOG_HEADER_SIZE + HEADER_LEN or head[BIN_LOG_HEADER_SIZE + 4] != FORMAT_DESCRIPTION_EVENT:
@@ -131,7 +139,7 @@ def map_start(path: os.PathLike[str] | str, stream_pos: int, target: int, file_e
                 if len(buf) < HEADER_LEN:
                     return None
             (length, _) = _LEN_POS.unpack_from(buf, off)
-            if length < HEADER_LEN + CRC_LEN:
+            if length < HEADER_LEN:
                 return None
             skip = length - (len(buf) - off)
             if skip > 0:
