@@ -135,6 +135,7 @@ def test_strip_for_non_aware_client_equals_none_twin(binlogd, twins, capability:
             assert _fde_slot_masked(got) == _fde_slot_masked(want), (name, pos)
     conn = _conn_records(a)[0]
     assert conn["transcode"] == "strip_crc" and not conn["checksum"]
+    assert {c.transcode for c in a.connections()} == {"strip_crc"}  # the harness's view of the ledger
     close = next(c for c in a.connections() if c.closed)
     assert close.bytes_sent == len(whole.raw)  # what the client got, not the file's bytes
 
