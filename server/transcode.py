@@ -242,6 +242,7 @@ class TranscodingWriter:
             m.feed(data, base)
 
     def stream_pos(self, pos: int) -> int:
+        """The stream position of file position `pos` of the current file (positions come in file order)."""
         m = self._cur
         if pos < BIN_LOG_HEADER_SIZE or m is None or self.delta == 0:
             return pos
