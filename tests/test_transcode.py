@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from binlogd.protocol.binlog_file import scan
 from binlogd.protocol.checksum import crc_ok
-from binlogd.protocol.events import parse_header
+from binlogd.protocol.events import UnknownBody, fde_checksum_alg, parse_event, parse_header
 
 from binlogd.testing.builder import BinlogBuilder
 from tests.dumpclient import DumpCapture, raw_dump
@@ -100,9 +100,15 @@ def _check_stream(cap: DumpCapture, crc: bool) -> None:
     the one before ended (no holes for capability 0): log_pos = previous log_pos + event_length."""
     assert cap.end == "EOF", cap.error
     prev = None
+    alg = int(crc)  # the first fake ROTATE: the client's own algorithm
     for ev in cap.events:
         h = parse_header(ev)
         assert h.event_length == len(ev)
+        if h.type_code == 15:
+            alg = fde_checksum_alg(ev)
+            assert alg == int(crc)
+        body = parse_event(ev, alg, verify_crc=True).body  # every body decodes, CRCs (if any) verified
+        assert not isinstance(body, UnknownBody), h
         if crc:
             assert crc_ok(ev), h
         elif h.type_code != 15:  # an FDE always carries its CRC slot
