@@ -25,6 +25,7 @@ DECRYPT_FAILED = "Could not decrypt binlog: encryption key error"
 READ_BOGUS = "bogus data in log event"
 READ_TOO_LARGE = "log event entry exceeded max_allowed_packet; Increase max_allowed_packet on master"
 READ_TRUNCATED = "binlog truncated in the middle of event; consider out of disk space on master"
+READ_CHECKSUM_FAILURE = "event read from binlog did not pass crc check"  # server/transcode.py, when stripping
 # send_event_to_slave (10.11.19 spells "corrupt"; older sources and the spec had "currupt")
 CORRUPT_GTID = "Failed to read Gtid_log_event: corrupt binlog"
 CORRUPT_GTID_LIST = "Failed to read Gtid_list_log_event: corrupt binlog"

@@ -47,6 +47,7 @@ from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database,
 from .standalone.classify import refuse_if_write
 from .standalone.session import WriteSession
 from .tls import tls_status
+from .transcode import first_rotate_crc
 
 log = logging.getLogger("binlogd.conn")
 _WRITE_PRIVS = Priv.WRITE | Priv.RELOAD | Priv.BINLOG_ADMIN
@@ -336,7 +337,7 @@ class ReplicationConnection(StrictConnection):
             capability=clamp_capability(uv.get("mariadb_slave_capability")),
             skip_replication=st.skip_replication,
             checksum_aware="master_binlog_checksum" in uv,
-            first_rotate_crc=str(checksum).upper() == "CRC32",
+            first_rotate_crc=first_rotate_crc("master_binlog_checksum" in uv, checksum),
             heartbeat_ns=max(0, heartbeat_ns),
             connect_state=None if connect_state is None else str(connect_state),
             until_state=None if uv.get("slave_until_gtid") is None else str(uv.get("slave_until_gtid")),
@@ -345,6 +346,7 @@ class ReplicationConnection(StrictConnection):
             compat=self.primary.compat,
             send_tables_info=_truthy(uv.get("binlogd_send_tables_info")),
             semi_sync=_truthy(uv.get(semisync.USER_VAR)),
+            add_checksums=uv.get("binlogd_add_checksums"),
         )
 
     async def handle_binlog_dump(self, data: bytes) -> None:

@@ -67,6 +67,7 @@ from .gtid_start import (
 from .ledger import NULL, EvRecord, Ledger, jstr
 from .semisync import SemiSyncMaster
 from .store import BLOCK, BinlogStore, FramedChunk, StoreError
+from .transcode import TranscodeRefused, TranscodingWriter, kind, map_start, target_algorithm
 
 log = logging.getLogger("binlogd.dump")
 
@@ -122,6 +123,7 @@ class DumpParams:
     compat: Compat = Compat.BINLOGD
     send_tables_info: bool = False  # @binlogd_send_tables_info: this client wants binlogd's Tables_info events
     semi_sync: bool = False  # @rpl_semi_sync_slave: every event packet gets the semi-sync header
+    add_checksums: object = None  # @binlogd_add_checksums as set (server/transcode.py checks it)
 
     @property
     def non_blocking(self) -> bool:
@@ -214,6 +216,8 @@ class DumpStream:
         self._gtid: str | None = None  # as JSON text
         self._chain = False  # the last event processed was not sent as stored
         t = self.table
+        self.tc: TranscodingWriter | None = None  # checksum transcoding (server/transcode.py), set by _serve
+        self._tc_start = (params.pos, 0, params.pos)  # first file: file position, events before it, stream position
         self._gtid_sent = Action.SEND in (t.lookup(GTID_EVENT, 0, False), t.lookup(GTID_EVENT, 0, True),
                                           t.lookup(GTID_EVENT, 0x8000, False), t.lookup(GTID_EVENT, 0x8000, True))
 
@@ -263,6 +267,8 @@ class DumpStream:
             st.close_reason = "client_gone"
             log.info("%s replica went away: %s", self.label, e)
         finally:
+            if self.tc is not None and st.close_reason != "fault":  # (a fault's count is the socket's already)
+                st.bytes_sent = self.tc.written
             if self.ledger is not None:
                 self._ledger_close(err)
 
@@ -288,7 +294,7 @@ class DumpStream:
             "dump_flags": p.flags, "checksum": p.checksum_aware, "start_file": file, "start_pos": pos,
             "req_file": p.file, "req_pos": p.pos, "start_gtid": p.connect_state,
             "heartbeat_ms": p.heartbeat_ns // 1_000_000, "compat": p.compat.name.lower(),
-            "send_tables_info": p.send_tables_info,
+            "send_tables_info": p.send_tables_info, "transcode": kind(self.tc.target) if self.tc else None,
             "source_server_id": self.server_id, "binlog_dir": str(self.store.directory.absolute())})
         self._acc = (jstr(file), pos)
 
@@ -454,10 +460,15 @@ class DumpStream:
             raise DumpError(errors.FIRST_LOG_NOT_FOUND, suffix=False)
         self.file = name
         end = self.store.end_of(name)
-        if p.pos < BIN_LOG_HEADER_SIZE or p.pos > end:
+        pos = p.pos
+        if self.tc is not None and pos > BIN_LOG_HEADER_SIZE:  # a position of the transcoded stream
+            m = map_start(self.store.path(name), pos, self.tc.target, end)
+            self._tc_start = (pos, 0, pos) if m is None else (m[0], m[1], pos)
+            pos = -1 if m is None else m[0]
+        if pos < BIN_LOG_HEADER_SIZE or pos > end:
             self.last_event_pos = self.last_byte = BIN_LOG_HEADER_SIZE
             raise DumpError(errors.IMPOSSIBLE_POSITION)
-        return name, p.pos
+        return name, pos
 
     def _resolve_gtid_start(self, names: list[str]) -> str:
         p = self.p
@@ -499,7 +510,27 @@ class DumpStream:
         raise DumpError(errors.GTID_STATE_NOT_FOUND, suffix=False)
 
     # --- main loop ------------------------------------------------------------------------------------------
+    def _start_transcoding(self) -> None:
+        """Checksum transcoding for this client (server/transcode.py): a stage that rewrites what the dump writes."""
+        p = self.p
+        try:
+            target = target_algorithm(p.checksum_aware, p.first_rotate_crc, p.add_checksums, p.compat is Compat.MARIADB)
+        except TranscodeRefused as e:
+            raise DumpError(str(e), suffix=False) from e
+        if target is not None and self.semi is not None:  # the stage rewrites plain event packets only
+            raise DumpError("binlogd does not transcode checksums for a semi-sync replica: set @master_binlog_checksum "
+                            "to the binlog's algorithm, or do not set @rpl_semi_sync_slave", suffix=False)
+        if target is not None:
+            self.tc = TranscodingWriter(self.writer, target, self.seq, self._corrupt)
+            self.writer = self.tc
+
+    def _corrupt(self, log_pos: int, length: int) -> DumpError:
+        """A stored CRC failed while the transcoding stage stripped it (the client could no longer tell)."""
+        self.last_event_pos, self.last_byte = log_pos - length, log_pos
+        return DumpError(errors.READ_CHECKSUM_FAILURE)
+
     async def _serve(self) -> None:
+        self._start_transcoding()
         name, pos = await asyncio.to_thread(self._resolve_start)  # reads index, file heads, GTID state
         self._ledger_conn_record(name, pos)
         if self.semi is not None and self.p.connect_state is None:
@@ -520,6 +551,8 @@ class DumpStream:
 
     async def _send_file(self, name: str, pos: int, first: bool, rotate_crc: bool) -> None:
         self.file = name
+        if self.tc is not None:
+            self.tc.open_file(name, *(self._tc_start if first else (pos, 0, pos)))
         ev = fake_rotate(self.server_id, pos, name, rotate_crc)
         self._put_event(ev)
         self.stats.fakes += 1
@@ -559,7 +592,7 @@ class DumpStream:
         except BinlogFormatError as e:
             raise DumpError(errors.CORRUPT_FORMAT_DESCRIPTION) from e
         self.last_byte = self.pos = fde_end
-        if self.alg == BINLOG_CHECKSUM_ALG_CRC32 and not self.p.checksum_aware:
+        if self.alg == BINLOG_CHECKSUM_ALG_CRC32 and not self.p.checksum_aware and self.tc is None:
             raise DumpError(errors.CHECKSUM_NOT_HANDLED)
         zero_pos = first and start > BIN_LOG_HEADER_SIZE
         zero_created = zero_pos or (self.skipper is not None and not self.skipper.reached)
@@ -592,6 +625,8 @@ class DumpStream:
             cap = None if final else store.published_end(name)  # binlogd's own writer: only what it published
             end = os.fstat(fd).st_size if cap is None else cap
             data = await self._chunk(fd, ino, pos, end) if end > pos else b""
+            if self.tc is not None and data:
+                self.tc.feed(name, data, pos)  # before its packets are written: the stage maps their positions
             if self.out or self._recs:
                 await self._flush()
             consumed, framed = await self._frame_chunk(ino, data, pos) if data else (0, b"")

@@ -119,7 +119,7 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
         conns.append({
             "connection_id": c.conn, "server_id": c.server_id, "capability": c.capability,
             "capability_set": c.capability_set, "skip_replication": c.skip_replication, "dump_flags": c.dump_flags,
-            "compat": c.compat, "peer": c.peer, "user": c.user,
+            "compat": c.compat, "transcode": c.transcode, "peer": c.peer, "user": c.user,
             "start": {"file": c.start_file, "pos": c.start_pos, "gtid": c.start_gtid},
             "end": {"file": c.end_file, "pos": c.end_pos, "reason": c.reason},
             "actions": {a: t["actions"].get(a, 0) for a in (*ACTIONS, "error")},

@@ -68,6 +68,7 @@ class Connection:
     close_events: int | None = None
     ts_us: int | None = None
     policy_id: int = 0
+    transcode: str | None = None  # conn.transcode: strip_crc / add_crc (positions and lengths stay the file's)
 
     def policy(self) -> ReplicaPolicy:
         kw: dict[str, Any] = {
@@ -125,6 +126,10 @@ def drop_repeated_records(data: AuditData) -> None:
     data.cached.append(data.ledger)
 
 
+# the (compat, checksum-aware) of the only connections a checksum transcoding (server/transcode.py) is given to
+_TRANSCODES = {"strip_crc": ("binlogd", False), "add_crc": ("binlogd", True)}
+
+
 def load_connections(data: AuditData) -> list[tuple]:
     """Fill `data.connections` from the conn/close records; findings (check 10) for malformed structure."""
     F = _F()
@@ -143,7 +148,10 @@ def load_connections(data: AuditData) -> list[tuple]:
             capability_set=bool(r.capability_set), skip_replication=bool(r.skip_replication),
             dump_flags=r.dump_flags or 0, compat=r.compat or "binlogd", send_tables_info=bool(r.send_tables_info),
             checksum=bool(r.checksum), peer=r.peer, user=r.user, start_file=r.start_file, start_pos=r.start_pos or 4,
-            start_gtid=r.start_gtid, ts_us=r.ts_us)
+            start_gtid=r.start_gtid, ts_us=r.ts_us, transcode=r.transcode)
+        if r.transcode is not None and _TRANSCODES.get(r.transcode) != (r.compat or "binlogd", bool(r.checksum)):
+            out.append(finding(10, "error", r.conn, r.start_file, r.start_pos, f"conn record says transcode "
+                               f"{r.transcode!r}, which its compat and checksum awareness do not allow"))
     closed: set[int] = set()
     for r in close_rows:
         c = seen.get(r.conn)

@@ -127,7 +127,9 @@ def render_html(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]
     for c in summary["connections"]:
         cap = f"cap {c['capability']}" + ("" if c["capability_set"] else " (unset)")
         rep = (f"server_id {c['server_id']}<br>{_e(cap)}<br>skip_replication {'on' if c['skip_replication'] else 'off'}"
-               f"<br>dump flags {c['dump_flags']} · {_e(c['compat'])}<br><small>{_e(c['peer'])}</small>")
+               f"<br>dump flags {c['dump_flags']} · {_e(c['compat'])}"
+               + (f"<br>checksums: {_e(c['transcode'])}" if c.get("transcode") else "")
+               + f"<br><small>{_e(c['peer'])}</small>")
         se = (f"{_e(c['start']['file'])}:{c['start']['pos']}"
               + (f"<br>gtid {_e(c['start']['gtid'])}" if c["start"]["gtid"] else "")
               + f"<br>→ {_e(c['end']['file'])}:{c['end']['pos']}<br>({_e(c['end']['reason'] or 'no close record')})")

@@ -44,6 +44,7 @@ class DumpConnection:
     events_sent: int | None = None  # the dump's own packet counter (close record): what it framed
     bytes_sent: int | None = None  # bytes really written to the socket
     faults: list[dict[str, Any]] = field(default_factory=list)  # `fault` records (--faults), in stream order
+    transcode: str | None = None  # checksum transcoding: strip_crc, add_crc or None (docs/transcode.md)
 
     def fault(self, action: str) -> dict[str, Any] | None:
         """The first `fault` record with ``action`` (``match``, ``close_after_events``, ``error_1236``, ...): where
@@ -97,7 +98,8 @@ def read_connections(ledger_dir: Path | str) -> list[DumpConnection]:
             conns[cid] = DumpConnection(
                 conn=cid, server_id=int(rec.get("server_id") or 0), capability=int(rec.get("capability") or 0),
                 skip_replication=bool(rec.get("skip_replication")), peer=str(rec.get("peer") or ""),
-                start_file=str(rec.get("start_file") or ""), start_pos=int(rec.get("start_pos") or 0))
+                start_file=str(rec.get("start_file") or ""), start_pos=int(rec.get("start_pos") or 0),
+                transcode=rec.get("transcode"))
         elif cid in conns and kind == "ev":
             if rec.get("action") == "error":
                 conns[cid].error_code, conns[cid].error = rec.get("code"), rec.get("message")
