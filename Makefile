@@ -60,7 +60,17 @@ java:
 # Two pytest-xdist workers by default (most tests wait on MariaDB servers); a test file stays on one worker, so its
 # module-scoped servers and Spark session start once. PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
-test: deps mariadb java
+# The `mariadb` connector (tests/test_prepared_binlog.py) builds a C extension: libmariadb-dev, gcc, python3-dev.
+$(VENV)/.connector: pyproject.toml | $(VENV)/.deps
+	@command -v mariadb_config >/dev/null && command -v gcc >/dev/null && \
+	  $(BIN)/python -c "import sysconfig, os, sys; sys.exit(not os.path.exists(sysconfig.get_paths()['include'] + '/Python.h'))" || { \
+	  echo "installing libmariadb-dev gcc python3-dev (the mariadb connector's build)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libmariadb-dev gcc python3-dev; }
+	$(BIN)/pip install -q -e '.[test,connector]'
+	touch $@
+
+test: deps $(VENV)/.connector mariadb java
 	$(BIN)/ruff check binlogd protocol server applier spark_analytics show tests benchmarks examples
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 

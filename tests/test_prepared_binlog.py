@@ -15,14 +15,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import mariadb as mariadb_connector  # the `connector` extra (`make test` installs it)
 import pymysql
-import pytest
 
 from tests.test_bad_input import COM_STMT_EXECUTE, send_packet
 from tests.test_bad_input_mariadb import answer, login, prepare
 from tests.test_standalone_replicas import REFERENCE_ARGS, comparable, master_status
-
-mariadb_connector = pytest.importorskip("mariadb", reason="the mariadb connector needs libmariadb-dev to build")
 
 SETUP = ["CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(100), f DOUBLE, n DECIMAL(10,2))"]
 TEXT = "it's a \\ b\n\0 \"q\" ? é"
