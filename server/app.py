@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from ssl import SSLContext
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
+from .replica_filters import Assignments
 from .startup import DirLock, check_writable_dir, is_within, listen
 from .store import BinlogStore, DirectoryWatcher
 from .tls import TlsFiles, server_context
@@ -56,6 +57,7 @@ class ServeConfig:
     binlog_row_metadata: str = "NO_LOG"  # @@binlog_row_metadata reported (directory and relay modes)
     tls: TlsFiles | None = None  # --ssl-cert/--ssl-key/--ssl-ca: CLIENT_SSL offered (server/tls.py)
     require_secure_transport: bool = False  # clear-text logins refused with 1045, as MariaDB does
+    replica_filters: dict[int, Assignments] = field(default_factory=dict)  # --replica-filter, by server_id
 
 
 class BinlogdServer(MysqlServer):
@@ -242,6 +244,7 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
                ledger: Ledger | None, idp: BinlogdIdentityProvider, socks: list[socket.socket],
                ready: asyncio.Event | None, tls: SSLContext | None) -> None:
     primary = Primary(store, cfg.server_id, cfg.compat, cfg.gtid_domain_id)
+    primary.replica_filters = cfg.replica_filters
     if standalone is not None:
         primary.standalone, standalone.server = standalone, primary
         primary.max_binlog_size = cfg.max_binlog_size  # type: ignore[attr-defined]  # @@max_binlog_size

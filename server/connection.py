@@ -40,6 +40,7 @@ from .fault_writer import FaultWriter
 from .faults import FaultFile
 from .primary import Primary
 from .privileges import Priv, check_dump, check_register, check_show, check_write
+from .replica_filters import Assignments, filters_for
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
 from .tls import tls_status
@@ -79,6 +80,7 @@ class ReplicationSession(BaseSession):
         self.writes: Any = None  # standalone mode: this connection's WriteSession (server/standalone)
         self.privileges = Priv.ALL  # the account's, from the users file (server/privileges.py)
         self.account_host = "%"  # the account's host pattern (MariaDB names it in 1044)
+        self.user_filters: Assignments = {}  # the account's replicate-* rules (server/replica_filters.py)
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         try:
@@ -118,6 +120,7 @@ class ReplicationSession(BaseSession):
         entry = find(self.username or "", self.state.host) if find is not None else None
         self.privileges = entry.privileges if entry is not None else Priv.NONE
         self.account_host = entry.host if entry is not None else "%"
+        self.user_filters = dict(entry.filters) if entry is not None else {}
 
     async def init(self, connection: Connection) -> None:
         """After authentication: CONNECTION_ID() and USER() answer for this session."""
@@ -294,6 +297,8 @@ class ReplicationConnection(StrictConnection):
         except (TypeError, ValueError):
             heartbeat_ns = 0
         connect_state = uv.get("slave_connect_state")
+        session: ReplicationSession = self.session  # type: ignore[assignment]
+        filters, filters_from = filters_for(server_id, self.primary.replica_filters, session.user_filters, uv)
         return DumpParams(
             file=file,
             pos=pos,
@@ -309,6 +314,7 @@ class ReplicationConnection(StrictConnection):
             gtid_ignore_duplicates=_truthy(uv.get("slave_gtid_ignore_duplicates")),
             compat=self.primary.compat,
             send_tables_info=_truthy(uv.get("binlogd_send_tables_info")),
+            table_filters=filters, filters_from=filters_from,
         )
 
     async def handle_binlog_dump(self, data: bytes) -> None:

@@ -36,9 +36,10 @@ from binlogd.protocol.constants import (
     MAX_PACKET_PAYLOAD,
     START_ENCRYPTION_EVENT,
 )
-from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy
+from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy, explain
 from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid
 from binlogd.protocol.packets import eof_packet, err_packet, frame
+from binlogd.protocol.repl_filters import FilterSet
 from binlogd.protocol.rewrite import (
     RewriteError,
     begin_event,
@@ -48,6 +49,7 @@ from binlogd.protocol.rewrite import (
     fix_fde,
     heartbeat,
 )
+from binlogd.protocol.table_filter import TableFilterStream, rename_db
 
 from .fault_writer import FaultStop, FaultWriter
 from .gtid_start import NOT_FOUND_ANY_FILE, GtidSkipper, GtidStartError, check_start_position, file_acceptable
@@ -61,9 +63,10 @@ _LEN = struct.Struct("<9xI")  # event_length in an event header
 _PEEK = struct.Struct("<4xB4xI4xH")  # type, event_length, flags
 _PKT = struct.Struct("<IB")  # packet header + the 0x00 OK byte of an event packet
 _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_GTID)
+_PEEK_TABLES, _RENAME = int(Action.PEEK_TABLES), int(Action.RENAME)
 _BIG = MAX_PACKET_PAYLOAD - 1  # an event this long needs several MySQL packets (general path)
 _ACTION_NAME = {int(Action.SEND): "sent", int(Action.HOLE): "hole", int(Action.DUMMY): "dummy",
-                int(Action.BEGIN): "begin"}
+                int(Action.BEGIN): "begin", _RENAME: "renamed"}
 _NOT_IN_GROUPS = frozenset({3, 4, 15, 161, 163})  # STOP, ROTATE, FDE, BINLOG_CHECKPOINT, GTID_LIST: no `gtid`
 _GTID_IDS = struct.Struct("<5xI10xQI")  # server_id, seq_no, domain_id of a GTID event (header + body start)
 
@@ -104,6 +107,8 @@ class DumpParams:
     gtid_ignore_duplicates: bool = False
     compat: Compat = Compat.BINLOGD
     send_tables_info: bool = False  # @binlogd_send_tables_info: this client wants binlogd's Tables_info events
+    table_filters: FilterSet | None = None  # replicate-* rules of this replica (server/replica_filters.py)
+    filters_from: str | None = None  # where they come from: "server_id", "user" or "session"
 
     @property
     def non_blocking(self) -> bool:
@@ -151,7 +156,11 @@ class DumpStream:
         self.seq = seq
         self.label = conn_label
         self.policy = ReplicaPolicy(params.capability, params.skip_replication,
-                                    bool(params.flags & 2), params.compat, params.send_tables_info)
+                                    bool(params.flags & 2), params.compat, params.send_tables_info,
+                                    params.table_filters is not None)
+        self.tfilter = TableFilterStream(params.table_filters) if params.table_filters is not None else None
+        self._twhy: str | None = None  # the JSON `why` of the table filter's decision on the current event
+        self._new_db = b""  # the database a RENAME action writes
         self.table = DecisionTable(self.policy)
         self.stats = DumpStats()
         self.out = bytearray()
@@ -264,6 +273,8 @@ class DumpStream:
             "req_file": p.file, "req_pos": p.pos, "start_gtid": p.connect_state,
             "heartbeat_ms": p.heartbeat_ns // 1_000_000, "compat": p.compat.name.lower(),
             "send_tables_info": p.send_tables_info,
+            "table_filters": ({t.option: list(r.values) for t, r in p.table_filters.rules.items()}
+                              if p.table_filters is not None else None), "filters_from": p.filters_from,
             "source_server_id": self.server_id, "binlog_dir": str(self.store.directory.absolute())})
         self._acc = (jstr(file), pos)
 
@@ -601,7 +612,7 @@ class DumpStream:
         sequence id produce the same packets (N `mariadb-binlog -R` clients, replicas catching up from the
         same place): the first frames the chunk, the others send its bytes.
         """
-        if self.skipper is not None:
+        if self.skipper is not None or self.tfilter is not None:  # (a table filter's state is its own)
             return await self._process(data, pos), b""  # (its packets are in self.out)
         gstate = (self._gtid, self._chain)  # the ledger's group tracking
         key = (self.store.generation, ino, pos, len(data), self.seq, self.policy, self.alg, gstate)
@@ -774,12 +785,15 @@ class DumpStream:
                     self._need = length
                     break
                 self._skip_hole = False
+                self._twhy = None
                 if self.skipper is not None:
                     a = self._gtid_start_decide(mv, p, end, typ, flags, base)
                 else:
                     a = (flagged if flags & 0x8000 else normal)[typ]
                     if a == _PEEK_GTID:
                         a = self._gtid_action(mv, p, end, flags, base)
+                if a == _PEEK_TABLES:
+                    a = self._table_action(mv, p, end, typ, flags, base)
                 if a == _SEND:
                     seq = frame(b"\0" + bytes(mv[p:end]), seq, out)  # may split a > 16 MiB event
                     sent += 1
@@ -796,13 +810,13 @@ class DumpStream:
                     i = typ | (flags >> 7 & 0x100)
                     if typ == GTID_EVENT and end - p > HEADER_LEN + 12 and mv[p + HEADER_LEN + 12] & 1:
                         i |= 0x200  # a standalone GTID
-                    if pol[i] and not self._skip_hole:  # a type rule: part of the run of sends
+                    if pol[i] and not self._skip_hole and self._twhy is None:  # a type rule: in the run of sends
                         if a == _HOLE:
                             pol_holes += length
                         if typ == GTID_EVENT:
                             self._gtid = None  # a new group, its GTID not looked at (explicit records say null)
                     else:
-                        aname, w = _ACTION_NAME[a], '"gtid_start"' if self._skip_hole else whys[i]
+                        aname, w = _ACTION_NAME[a], '"gtid_start"' if self._skip_hole else self._twhy or whys[i]
                         if nw and p == run_p and w == nw_why and nw_a == aname:
                             nw += 1
                             if typ == GTID_EVENT:
@@ -862,6 +876,27 @@ class DumpStream:
             raise DumpError("Failed to read Gtid_log_event: corrupt binlog")
         return int(self.table.lookup(GTID_EVENT, flags, bool(mv[p + HEADER_LEN + 12] & 1)))
 
+    def _table_action(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
+        """The answer for an event the connection's table filter must look at (protocol/table_filter.py decides
+        whether a rule rejects it, protocol/decision.py what a rejected event becomes)."""
+        tf = self.tfilter
+        assert tf is not None
+        ev = mv[p:end]
+        crc = self.alg == BINLOG_CHECKSUM_ALG_CRC32
+        if typ == GTID_EVENT:
+            tf.decide(ev, crc)
+            return self._gtid_action(mv, p, end, flags, base)
+        standalone = tf.in_standalone_group
+        v = tf.decide(ev, crc)
+        a, why = explain(typ, flags, standalone, self.policy, v.rule)
+        if v.rule is not None:
+            self._twhy = jstr(why)
+        elif v.new_db is not None and a == Action.SEND:
+            self._new_db = v.new_db
+            self._twhy = '"replicate-rewrite-db"'
+            return _RENAME
+        return int(a)
+
     def _gtid_start_decide(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
         """Per-event path while a GTID start position is pending: skip the groups the replica has."""
         sk = self.skipper
@@ -880,12 +915,14 @@ class DumpStream:
                         return _HOLE
                 except GtidStartError as e:
                     raise DumpError(e.text(), suffix=False) from e
+            if self.tfilter is not None:
+                self.tfilter.decide(mv[p:end], self.alg == BINLOG_CHECKSUM_ALG_CRC32)
             return int(self.table.lookup(typ, flags, bool(flags2 & 1)))
         if sk.in_skipped_group(mv, p, end, CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0):
             self._skip_hole = True
             return _HOLE
         a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
-        return _SEND if a == Action.PEEK_GTID else int(a)
+        return _SEND if a == Action.PEEK_GTID else int(a)  # (PEEK_TABLES: the caller asks the table filter)
 
     async def _send_fake_list(self, log_pos: int, why: str = "position_sync") -> None:
         """A fake GTID_LIST carrying the GTID state at `log_pos` of the current file (MariaDB's
@@ -910,6 +947,8 @@ class DumpStream:
             elif action == Action.BEGIN:
                 self._put_event(begin_event(ev, checksum))
                 self.stats.begins += 1
+            elif action == Action.RENAME:
+                self._put_event(rename_db(ev, self._new_db, checksum))
         except RewriteError as e:
             self.last_event_pos = pos
             self.last_byte = pos + len(ev)

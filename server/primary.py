@@ -28,6 +28,7 @@ from binlogd.protocol.gtid import format_gtid_list
 from .auth import is_loopback
 from .dump import DumpStream
 from .ledger import Ledger
+from .replica_filters import Assignments
 from .sql_surface import SqlError
 from .store import BinlogStore, StoreError
 
@@ -51,6 +52,7 @@ class Primary:
         self.store = store
         self.server_id = server_id
         self.compat = compat
+        self.replica_filters: dict[int, Assignments] = {}  # --replica-filter (server/replica_filters.py)
         self.version = VERSION
         self._gtid_domain_id = gtid_domain_id
         self.slaves: dict[int, SlaveHost] = {}

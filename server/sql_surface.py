@@ -25,6 +25,7 @@ from typing import Any, NoReturn, Protocol
 from binlogd.protocol import constants as C
 
 from . import sysvars as SV
+from .replica_filters import check_session_var
 from .sysvars import Kind, Scope, SysVar
 
 # ------------------------------------------------------------------------------------------------ API
@@ -2274,6 +2275,7 @@ class _Stmt:
             assert it.expr is not None
             raw = ev.ev(it.expr)
             value = DecimalText(_decimal_text(raw)) if isinstance(raw, Decimal) else _out(raw)
+            check_session_var(it.name, value)  # @binlogd_replicate_*: 1210 for a bad rule (server/replica_filters.py)
 
             def apply_user() -> None:
                 s.user_vars[it.name] = value
