@@ -161,6 +161,7 @@ class DumpStream:
         self.tfilter = TableFilterStream(params.table_filters) if params.table_filters is not None else None
         self._twhy: str | None = None  # the JSON `why` of the table filter's decision on the current event
         self._new_db = b""  # the database a RENAME action writes
+        self._renamed_bytes = 0  # bytes sent minus bytes stored, of the open run of renamed events (its sent_length)
         self.table = DecisionTable(self.policy)
         self.stats = DumpStats()
         self.out = bytearray()
@@ -339,6 +340,9 @@ class DumpStream:
         [p, end) of the chunk at `base`; type/flags/gtid are the first event's, kept only when it is alone."""
         length = end - p
         sent = 0 if action == "hole" else length
+        if action == "renamed":
+            sent += self._renamed_bytes
+            self._renamed_bytes = 0
         if n == 1:
             self._recs.append((self._fj, base + p, base + end, 1, length, action, why, typ, flags, gtid, sent, 0))
         else:
@@ -948,7 +952,9 @@ class DumpStream:
                 self._put_event(begin_event(ev, checksum))
                 self.stats.begins += 1
             elif action == Action.RENAME:
-                self._put_event(rename_db(ev, self._new_db, checksum))
+                renamed = rename_db(ev, self._new_db, checksum)
+                self._renamed_bytes += len(renamed) - len(ev)
+                self._put_event(renamed)
         except RewriteError as e:
             self.last_event_pos = pos
             self.last_byte = pos + len(ev)
