@@ -121,6 +121,7 @@ class TableFilterStream:
     _tables_info: list[TableName] | None = None
     _map_rule: dict[int, str] = field(default_factory=dict)  # table id -> the rule that rejected its TABLE_MAP
     _counts: dict[FilterType, int] = field(default_factory=dict)  # rule counters before the last apply_*
+    _by_table: dict[bytes, Verdict] = field(default_factory=dict)  # TABLE_MAP verdicts by raw db\0table (pure)
     in_standalone_group: bool = False  # after a GTID with FL_STANDALONE, until its statement
 
     def decide(self, ev: memoryview | bytes, checksum: bool) -> Verdict:
@@ -208,20 +209,30 @@ class TableFilterStream:
             return KEEP
         table_id = int.from_bytes(ev[b:b + 6], "little")
         db_len = ev[b + 8]
-        db = bytes(ev[b + 9:b + 9 + db_len]).decode("utf-8", "replace")
         t_at = b + 9 + db_len + 1
         if t_at >= end:
             return KEEP
         t_len = ev[t_at]
-        table = bytes(ev[t_at + 1:t_at + 1 + t_len]).decode("utf-8", "replace")
+        key = bytes(ev[b + 8:t_at + 1 + t_len])
+        v = self._by_table.get(key)
+        if v is None:
+            v = self._decide_table(bytes(ev[b + 9:b + 9 + db_len]).decode("utf-8", "replace"),
+                                   bytes(ev[t_at + 1:t_at + 1 + t_len]).decode("utf-8", "replace"))
+            if len(self._by_table) >= 4096:  # bounded: a stream over very many tables just decides again
+                self._by_table.clear()
+            self._by_table[key] = v
+        self._maps[table_id] = v.rule is None
+        if v.rule is not None:
+            self._map_rule[table_id] = v.rule
+        else:
+            self._kept_in_stmt = True
+        return v
+
+    def _decide_table(self, db: str, table: str) -> Verdict:
+        """A table's verdict: the rules for row events are a function of the names alone."""
         self._snapshot()
-        keep = self.filters.apply_row_event(db, table)
-        self._maps[table_id] = keep
-        if not keep:
-            rule = self._deciding_rule() or "replicate-do-db"
-            self._map_rule[table_id] = rule
-            return Verdict(rule)
-        self._kept_in_stmt = True
+        if not self.filters.apply_row_event(db, table):
+            return Verdict(self._deciding_rule() or "replicate-do-db")
         new = self.filters.rewrite_db(db)
         return Verdict(None, new.encode()) if new is not None and new != db else KEEP
 
