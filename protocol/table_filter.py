@@ -64,11 +64,24 @@ SESSION_VARS: dict[str, FilterType] = {session_var(t): t for t in FilterType}
 
 
 def split_values(ftype: FilterType, text: str) -> tuple[str, ...]:
-    """A comma-separated list of `ftype` rule values, each checked (FilterError names the bad one)."""
+    """A comma-separated list of `ftype` rule values, each checked (FilterError names the bad one).
+
+    A rewrite may not make a database name longer: binlogd renames inside the events it sends, and a MariaDB
+    replica's IO thread adds each event's length to Read_Master_Log_Pos, moving it forward to the event's log_pos
+    only (slave.cc queue_event: "holes" from master-side filtering); a longer event would leave it ahead of the
+    primary's real position (a heartbeat then stops the IO thread with 1595, a file/pos reconnect asks for a
+    position inside an event). A shorter or equal name is exact: the replica moves to the event's log_pos."""
     items = [v for v in text.split(",") if v.strip()]
     if not items:
         raise FilterError(f"empty value for {ftype.option}")
-    return tuple(check_value(ftype, v) for v in items)
+    values = tuple(check_value(ftype, v) for v in items)
+    if ftype is FilterType.REWRITE_DB:
+        for v in values:
+            src, _, dst = v.partition("->")
+            if len(dst.encode()) > len(src.encode()):
+                raise FilterError(f"replicate-rewrite-db {v!r}: the new name may not be longer than the old one "
+                                  "(replicas count the events' lengths into their read position)")
+    return values
 
 
 def parse_assignment(text: str) -> tuple[FilterType, tuple[str, ...]]:

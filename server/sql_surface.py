@@ -1312,6 +1312,7 @@ class _Eval:
             return self.column(node)
         if isinstance(node, _Assign):
             v = self.ev(node.expr)
+            check_session_var(node.name, _out(v))
             self.session.user_vars[node.name] = _out(v)
             return v
         if isinstance(node, _Case):
@@ -1981,6 +1982,7 @@ class _Stmt:
                                       "No data - zero rows fetched, selected, or processed"))
                 return Ok(0)
             for name, v in zip(sel.into, res.rows[0], strict=True):
+                check_session_var(name, v)
                 self.session.user_vars[name] = v
             return Ok(1)
         return res

@@ -17,7 +17,7 @@ from tests.test_table_filters import STANDALONE, run
 DUMPS = [  # (server_id, capability, session filter statements)
     (60, 0, ["SET @binlogd_replicate_do_table='db1.t1'"]),
     (62, 2, ["SET @binlogd_replicate_wild_ignore_table='db2.%'"]),
-    (64, 4, ["SET @binlogd_replicate_do_db='other'", "SET @binlogd_replicate_rewrite_db='db1->other'"]),
+    (64, 4, ["SET @binlogd_replicate_do_db='db9'", "SET @binlogd_replicate_rewrite_db='db1->db9'"]),
     (65, 4, []),
 ]
 

@@ -59,24 +59,24 @@ def test_stream_verdicts_rows_statements_and_renames(tmp_path) -> None:  # type:
         t.insert("db1", "t1", ["id INT"], [(1,)]).insert("db1", "t2", ["id INT"], [(2,)])
     b.close()
     # the rules see the rewritten name: db1.t1 is other_db.t1 for them
-    fs = build_filter_set({FilterType.DO_TABLE: ("other_db.t1",), FilterType.REWRITE_DB: ("db1->other_db",)},
+    fs = build_filter_set({FilterType.DO_TABLE: ("d.t1",), FilterType.REWRITE_DB: ("db1->d",)},
                           ConfiguredBy.STARTUP_OPTIONS)
     assert fs is not None
     stream = TableFilterStream(fs)
     crc = b.crc
     verdicts = [(ev[4], stream.decide(memoryview(ev), crc)) for ev in _events(b)]
     kinds = [(t, v.rule, v.new_db) for t, v in verdicts if t in (QUERY_EVENT, TABLE_MAP_EVENT, WRITE_ROWS_EVENT_V1)]
-    assert (QUERY_EVENT, None, b"other_db") in kinds  # INSERT INTO t1, kept and renamed
+    assert (QUERY_EVENT, None, b"d") in kinds  # INSERT INTO t1, kept and renamed
     assert (QUERY_EVENT, "replicate-do-table", None) in kinds  # INSERT INTO t2
-    assert (TABLE_MAP_EVENT, None, b"other_db") in kinds and (TABLE_MAP_EVENT, "replicate-do-table", None) in kinds
+    assert (TABLE_MAP_EVENT, None, b"d") in kinds and (TABLE_MAP_EVENT, "replicate-do-table", None) in kinds
     assert [v for t, v in verdicts if t in (GTID_EVENT, XID_EVENT)] == [KEEP] * 4  # a transaction's frame stays
     # a renamed event is a valid event: new length, the same log_pos, a valid CRC, the new database
     for ev in _events(b):
         if ev[4] in (QUERY_EVENT, TABLE_MAP_EVENT) and b"db1" in ev:
-            new = rename_db(memoryview(ev), b"other_db", crc)
-            assert len(new) == len(ev) + 5 and new[13:17] == ev[13:17]
+            new = rename_db(memoryview(ev), b"d", crc)
+            assert len(new) == len(ev) - 2 and new[13:17] == ev[13:17]
             parsed = parse_event(new, 1 if crc else 0, verify_crc=True)
-            assert parsed.body.db == b"other_db"  # type: ignore[union-attr]
+            assert parsed.body.db == b"d"  # type: ignore[union-attr]
 
 
 def test_tables_info_decides_the_next_statement() -> None:
@@ -98,7 +98,8 @@ def test_bindings_parse_and_refuse_bad_values() -> None:
     assert got == {3: {FilterType.DO_TABLE: ("db.t1", "db.t2", "db.t3")}, 4: {FilterType.IGNORE_DB: ("x",)}}
     for bad, text in [("x:replicate-do-table=a.b", "SERVER_ID"), ("3:replicate-do-table=nodot", "db_name.table_name"),
                       ("3:replicate-bogus=a", "unknown filter"), ("3:replicate-rewrite-db=a", "missing '->'"),
-                      ("0:replicate-do-db=a", "1..4294967295")]:
+                      ("0:replicate-do-db=a", "1..4294967295"),
+                      ("3:replicate-rewrite-db=a->bb", "may not be longer")]:
         with pytest.raises(FilterError, match=text):
             parse_cli([bad])
     entry = parse_line("cdc:'' GRANT REPLICATION SLAVE replicate-wild-do-table=db.% REQUIRE SSL", "users:1")
@@ -114,3 +115,22 @@ def test_bindings_parse_and_refuse_bad_values() -> None:
     assert filters_for(9, got, {}, {}) == (None, None)
     assert session_assignments({"binlogd_replicate_ignore_table": b"a.b, c.d", "other": 1}) == {
         FilterType.IGNORE_TABLE: ("a.b", "c.d")}
+
+
+@pytest.mark.parametrize("sql", ["SET @binlogd_replicate_do_table = 'nodot'",
+                                 "SET @binlogd_replicate_wild_do_table = 'db.t', @binlogd_replicate_rewrite_db = 'a'",
+                                 "SELECT @binlogd_replicate_ignore_table := 'x'",
+                                 "SELECT 'x' INTO @binlogd_replicate_do_table"])
+def test_every_way_to_set_a_rule_variable_checks_it(sql: str) -> None:
+    """SET, := and SELECT ... INTO: a bad rule is MariaDB's 1210 when it is set (never at dump time); the session keeps
+    its previous value (a multi-assignment SET changes nothing)."""
+    from binlogd.server.sql_surface import SessionState, SqlError, execute
+
+    from tests.test_sql_surface import FakeServer
+
+    session = SessionState()
+    execute("SET @binlogd_replicate_do_table = 'db.t1,db.%'", session, FakeServer())
+    with pytest.raises(SqlError) as e:
+        execute(sql, session, FakeServer())
+    assert (e.value.code, e.value.message) == (1210, "Incorrect arguments to SET")
+    assert session_assignments(session.user_vars) == {FilterType.DO_TABLE: ("db.t1", "db.%")}
