@@ -243,8 +243,9 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     c.add_argument("--replica-filter", action="append", default=[], metavar="SERVER_ID:replicate-OPTION=VALUE[,...]",
                    help="filter the dumps of the replica with this server_id as MariaDB's replicate-OPTION would on "
                    "the replica (do-table, ignore-table, wild-do-table, wild-ignore-table, do-db, ignore-db, "
-                   "rewrite-db), e.g. 3:replicate-wild-do-table=shop.%%; repeatable. Users get filters in the users "
-                   "file, CDC clients with SET @binlogd_replicate_do_table='db.t1,...' (README: table filters)")
+                   "rewrite-db), e.g. 3:replicate-wild-do-table=shop.%%; repeatable (default: none). Users get "
+                   "filters in the users file, CDC clients with SET @binlogd_replicate_do_table='db.t1,...' "
+                   "(README: table filters)")
     c.add_argument("--log-level", default=argparse.SUPPRESS, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="log verbosity (default INFO)")
 
