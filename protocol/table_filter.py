@@ -113,7 +113,6 @@ class Verdict:
 
 
 KEEP = Verdict()
-_REWRITE = FilterType.REWRITE_DB.option
 
 
 def _is_trans_keyword(query: bytes) -> bool:
@@ -143,7 +142,7 @@ class TableFilterStream:
         end = len(ev) - (CRC_LEN if checksum else 0)
         if typ == GTID_EVENT:
             self.in_standalone_group = end > HEADER_LEN + 12 and bool(ev[HEADER_LEN + 12] & 1)
-            self._maps.clear()
+            self._end_statement()
             self._tables_info = None
             return KEEP
         if typ == XID_EVENT:
@@ -166,11 +165,17 @@ class TableFilterStream:
             kept = self._maps.get(table_id, True)
             stmt_end = bool(int.from_bytes(ev[HEADER_LEN + 6:HEADER_LEN + 8], "little") & STMT_END_F)
             keep_end = stmt_end and self._kept_in_stmt
+            v = KEEP if kept or keep_end else Verdict(self._map_rule.get(table_id))
             if stmt_end:
-                self._maps.clear()
-                self._kept_in_stmt = False
-            return KEEP if kept or keep_end else Verdict(self._map_rule.get(table_id))
+                self._end_statement()
+            return v
         return KEEP
+
+    def _end_statement(self) -> None:
+        """A statement's table ids are its own (a new group or STMT_END_F ends them)."""
+        self._maps.clear()
+        self._map_rule.clear()
+        self._kept_in_stmt = False
 
     def _snapshot(self) -> None:
         self._counts = {t: r.counter for t, r in self.filters.rules.items()}
