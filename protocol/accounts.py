@@ -9,11 +9,15 @@ Users file, one account per line, `#` starts a comment:
     USER[@HOST]:'' [GRANT ...] [REQUIRE SSL]                         # no password
     USER[@HOST]:PASSWORD                                             # the older form: clear text, every privilege
 
+    ... [replicate-OPTION=VALUE[,VALUE...] ...]                      # table filters for this user's dumps
+
 HOST is a MariaDB host pattern (`%` and `_` wildcards, IP/NETMASK, `localhost` for loopback; default `%`);
 PRIV are MariaDB's names (REPLICATION SLAVE, REPLICATION CLIENT = BINLOG MONITOR, SLAVE MONITOR, REPLICATION
 MASTER ADMIN, RELOAD, BINLOG ADMIN, USAGE, ALL) plus WRITE (binlogd's: data and schema changes). A line without
 GRANT grants everything, which is what every line meant before privileges existed. Everyone else gets MariaDB's
-1045 text, and so does a REQUIRE SSL account that logs in without TLS.
+1045 text, and so does a REQUIRE SSL account that logs in without TLS. The replicate-* filters (MariaDB's
+option names: replicate-do-table, -ignore-table, -wild-do-table, -wild-ignore-table, -do-db, -ignore-db,
+-rewrite-db) follow the hash form's options; binlogd filters this user's dumps with them (server/replica_filters.py).
 """
 
 from __future__ import annotations
@@ -41,11 +45,14 @@ from mysql_mimic.auth import (
 )
 
 from . import ed25519
+from .repl_filters import FilterError, FilterType
 from .sqlserver import PEER_HOST, access_denied
+from .table_filter import parse_assignment
 
 _HASH = re.compile(r"^\*[0-9A-Fa-f]{40}$")
 _OPTIONS = re.compile(r"^(?:GRANT\s+(?P<grant>.+?))?\s*(?:REQUIRE\s+(?P<require>SSL|NONE))?\s*$", re.I)
 _LEGACY_OPTIONS = re.compile(r"\s(GRANT|REQUIRE)\s", re.I)
+_FILTER_TOKEN = re.compile(r"(?<!\S)replicate[-_][a-z_-]+\s*=\s*\S+", re.I)
 
 
 class Priv(enum.Flag):
@@ -155,6 +162,7 @@ class UserEntry:
     privileges: Priv = Priv.ALL
     require_ssl: bool = False
     plugin: str = "mysql_native_password"  # or "ed25519"
+    filters: tuple[tuple[FilterType, tuple[str, ...]], ...] = ()  # replicate-* rules for this user's dumps
 
 
 def native_hash(password: str) -> str:
@@ -196,6 +204,14 @@ def parse_line(raw: str, where: str) -> UserEntry | None:
         raise UsersFileError(f"{where}: ed25519: must be followed by a 32-byte public key in base64 (what "
                              "ed25519_password('...') gives, or `binlogd passwd --ed25519`)")
     if _HASH.match(auth) or auth == "''" or ed:
+        rules: dict[FilterType, tuple[str, ...]] = {}
+        for token in _FILTER_TOKEN.findall(options):
+            try:
+                ftype, values = parse_assignment(token)
+            except FilterError as e:
+                raise UsersFileError(f"{where}: {e}") from None
+            rules[ftype] = rules.get(ftype, ()) + values
+        options = _FILTER_TOKEN.sub(" ", options)
         m = _OPTIONS.match(options.strip())
         if m is None or (options.strip() and not (m.group("grant") or m.group("require"))):
             raise UsersFileError(f"{where}: after the password hash only GRANT PRIV[, PRIV...] and REQUIRE SSL "
@@ -207,7 +223,8 @@ def parse_line(raw: str, where: str) -> UserEntry | None:
         secret = auth[len("ed25519:"):] if ed else "" if auth == "''" else auth[1:].lower()
         return UserEntry(name, secret, host=host, privileges=privs,
                          require_ssl=(m.group("require") or "").upper() == "SSL",
-                         plugin=_Ed25519.name if ed else NativePasswordAuthPlugin.name)
+                         plugin=_Ed25519.name if ed else NativePasswordAuthPlugin.name,
+                         filters=tuple(rules.items()))
     if _LEGACY_OPTIONS.search(f" {rest} "):
         raise UsersFileError(f"{where}: GRANT and REQUIRE need the password as a hash (*HEX, or '' for none; "
                              "`binlogd passwd` writes such a line), not in clear text")

@@ -19,6 +19,7 @@ GTID_LIST                              DUMMY   DUMMY   HOLE    HOLE    SEND
 BINLOG_CHECKPOINT                      DUMMY   DUMMY   HOLE    SEND    SEND
 TABLES_INFO (159), not asked for       DUMMY   DUMMY   HOLE    HOLE    HOLE
 TABLES_INFO, @binlogd_send_tables_info SEND    SEND    SEND    SEND    SEND
+rejected by the replica's table filter DUMMY   DUMMY   HOLE    HOLE    HOLE**
 anything else                          SEND    SEND    SEND    SEND    SEND
 =====================================  ======  ======  ======  ======  ======
 
@@ -30,6 +31,14 @@ TABLES_INFO is binlogd's own ignorable event (protocol/tables_info.py, `--binlog
 Every reader may skip it, but only a client that asked for it (`SET @binlogd_send_tables_info=1` before
 COM_BINLOG_DUMP) gets it; the others get what they get for any event they cannot use. MariaDB never
 writes it, so both compatibility policies treat it alike.
+
+Table filters (binlogd's, per replica: replicate-* rules bound to its user or server_id, or set by a CDC client;
+`protocol.table_filter` says which events a rule rejects, and why): a rejected event follows the capability rule
+for what a replica cannot use. `**` a GTID replica gets a same-length dummy for the rejected statement of a
+standalone group (DDL), so its GTID is applied as an empty group and the replica's GTID position stays continuous;
+in a transaction the GTID (or its BEGIN) and the XID / COMMIT are never rejected, so a transaction whose every
+statement is rejected reaches the replica as an empty transaction, as a replica applying the same filters itself
+commits it.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from .constants import (
     GTID_EVENT,
     GTID_LIST_EVENT,
 )
+from .table_filter import WATCHED_TYPES
 from .tables_info import TABLES_INFO_EVENT
 
 
@@ -56,6 +66,8 @@ class Action(IntEnum):
     DUMMY = 2  # same-length USER_VAR/QUERY no-op
     BEGIN = 3  # GTID rewritten into a same-length `BEGIN` QUERY
     PEEK_GTID = 4  # table-only: depends on the GTID's FL_STANDALONE bit
+    PEEK_TABLES = 5  # table-only: the connection's table filter must look at the event
+    RENAME = 6  # sent with its database renamed (replicate-rewrite-db)
 
 
 class Compat(IntEnum):
@@ -72,6 +84,7 @@ class ReplicaPolicy:
     send_annotate: bool  # COM_BINLOG_DUMP flag BINLOG_SEND_ANNOTATE_ROWS_EVENT
     compat: Compat = Compat.BINLOGD
     send_tables_info: bool = False  # the dump session ran SET @binlogd_send_tables_info=1
+    table_filters: bool = False  # the connection has replicate-* table filters (protocol/table_filter.py)
 
 
 def clamp_capability(value: object) -> int:
@@ -89,14 +102,19 @@ WHY_CAPABILITY = "capability"  # the replica's capability (or dump flags) cannot
 _SENT: tuple[Action, str | None] = (Action.SEND, None)
 
 
-def explain(type_code: int, flags: int, standalone: bool, policy: ReplicaPolicy) -> tuple[Action, str | None]:
-    """The rule for one event (see the module table) and why (None for SEND). `standalone` matters only for
-    GTID events."""
+def explain(type_code: int, flags: int, standalone: bool, policy: ReplicaPolicy,
+            table_rule: str | None = None) -> tuple[Action, str | None]:
+    """The rule for one event (see the module table) and why (None for SEND). `standalone`: for a GTID event its
+    FL_STANDALONE bit; for another event, that it is the statement of a standalone group. `table_rule`: the
+    replicate-* option that rejected the event (the why of a table-filter decision)."""
     cap = policy.capability
     if policy.skip_replication and flags & 0x8000:
         if cap < CAP_TOLERATE_HOLES and policy.compat is Compat.BINLOGD:
             return Action.DUMMY, WHY_SKIP
         return Action.HOLE, WHY_SKIP
+    if table_rule is not None:
+        hole = cap >= CAP_TOLERATE_HOLES and not (cap >= CAP_GTID and standalone)
+        return (Action.HOLE if hole else Action.DUMMY), table_rule
     if type_code == TABLES_INFO_EVENT and not policy.send_tables_info:
         return (Action.HOLE if cap >= CAP_TOLERATE_HOLES else Action.DUMMY), WHY_CAPABILITY
     if type_code == ANNOTATE_ROWS_EVENT:
@@ -145,6 +163,10 @@ class DecisionTable:
                     row.append(Action.PEEK_GTID)
                     self.gtid[(flagged, False)] = a
                     self.gtid[(flagged, True)] = b
+            if policy.table_filters:  # what the skip rule does not take, the table filter must look at
+                for t in WATCHED_TYPES:
+                    if explain(t, flags, False, policy)[1] != WHY_SKIP:
+                        row[t] = Action.PEEK_TABLES
             tables.append(row)
         self.normal, self.flagged = tables
         # one list for the hot loop: index = type | 0x100 when header flag 0x8000 is set
@@ -163,4 +185,6 @@ class DecisionTable:
         a = (self.flagged if flagged else self.normal)[type_code]
         if a is Action.PEEK_GTID:
             return self.gtid[(flagged, standalone)]
+        if a is Action.PEEK_TABLES:  # the answer without a table filter's verdict
+            return decide(type_code, flags, standalone, self.policy)
         return a

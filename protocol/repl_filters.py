@@ -326,9 +326,12 @@ def updated_tables(sql: str, tables: list[tuple[str | None, str]] | None = None)
     except for a multi-table UPDATE/DELETE). Raises `protocol.tables_info.TablesInfoError` for text it cannot parse.
     """
     if tables is None:
-        from binlogd.protocol.tables_info import tables_of_statement  # sqlglot is imported only by callers that parse
+        # sqlglot is imported only by callers that parse; a simple single-table DML needs no parse (~0.5 ms)
+        from binlogd.protocol.tables_info import simple_dml_tables, tables_of_statement
 
-        tables = tables_of_statement(sql, None)
+        tables = simple_dml_tables(sql, None)
+        if tables is None:
+            tables = tables_of_statement(sql, None)
     if len(tables) > 1 and _FIRST_TABLE_ONLY.match(sql):
         return tables[:1]
     if len(tables) > 1 and _MULTI_TABLE_DML.match(sql):

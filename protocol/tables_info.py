@@ -374,6 +374,12 @@ def _fast_simple_dml(text: str, default_db: str | None) -> list[TableName] | Non
     return [(names[0], names[1])] if len(names) == 2 else [(default_db, names[0])]
 
 
+def simple_dml_tables(sql: str, default_db: str | None) -> list[TableName] | None:
+    """The table of a simple single-table INSERT/UPDATE/DELETE without parsing (the fast path above), or None when
+    the statement needs the parser (`tables_of_statement`)."""
+    return _fast_simple_dml(sql.strip().rstrip(";").strip(), default_db)
+
+
 def tables_info_hook(sql: str, default_db: str | None) -> tuple[int, bytes] | None:
     """The standalone logger's `--binlog-with-tables-info` hook (server/standalone/logger.py TablesInfoHook):
     (type code, body) of the event to write before the statement's Query. `sql` is a statement the standalone

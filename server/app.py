@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from ssl import SSLContext
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .metrics import metrics_state, start_metrics
 from .primary import VERSION, Primary
 from .relay.upstream import UpstreamConfig, UpstreamRelay
+from .replica_filters import Assignments
 from .semisync import SemiSyncMaster
 from .startup import DirLock, check_writable_dir, is_within, listen
 from .store import BinlogStore, DirectoryWatcher
@@ -66,6 +67,7 @@ class ServeConfig:
     rpl_semi_sync_master_timeout: int = 10000
     binlog_expire_logs_seconds: int = 0  # standalone, relay: expiry (server/expiry.py); 0 = never
     ledger_retention_seconds: int = 0  # ledger files older than this removed (server/ledger_retention.py); 0 = never
+    replica_filters: dict[int, Assignments] = field(default_factory=dict)  # --replica-filter, by server_id
 
 
 class BinlogdServer(MysqlServer):
@@ -261,6 +263,7 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
                ledger: Ledger | None, idp: BinlogdIdentityProvider, socks: list[socket.socket],
                ready: asyncio.Event | None, tls: SSLContext | None, metrics_socks: list[socket.socket]) -> None:
     primary = Primary(store, cfg.server_id, cfg.compat, cfg.gtid_domain_id)
+    primary.replica_filters = cfg.replica_filters
     if standalone is not None:
         primary.standalone, standalone.server = standalone, primary
         primary.max_binlog_size = cfg.max_binlog_size  # @@max_binlog_size

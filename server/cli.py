@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from .app import ServeConfig
     from .relay.upstream import UpstreamURL
+    from .replica_filters import Assignments
     from .tls import TlsFiles
 
 MODES = """\
@@ -260,6 +261,13 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     c.add_argument("--gtid-domain-id", type=_domain_id, default=0, metavar="N",
                    help="@@gtid_domain_id reported, and the domain of the GTIDs the standalone primary writes "
                    "(default 0)")
+    # per-replica table filters (server/replica_filters.py)
+    c.add_argument("--replica-filter", action="append", default=[], metavar="SERVER_ID:replicate-OPTION=VALUE[,...]",
+                   help="filter the dumps of the replica with this server_id as MariaDB's replicate-OPTION would on "
+                   "the replica (do-table, ignore-table, wild-do-table, wild-ignore-table, do-db, ignore-db, "
+                   "rewrite-db), e.g. 3:replicate-wild-do-table=shop.%%; repeatable (default: none). Users get "
+                   "filters in the users file, CDC clients with SET @binlogd_replicate_do_table='db.t1,...' "
+                   "(README: table filters)")
     c.add_argument("--log-level", default=argparse.SUPPRESS, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="log verbosity (default INFO)")
 
@@ -533,6 +541,15 @@ def _check_faults(path: Path | None) -> None:
         raise UsageError(f"--faults {path}: {e}") from None
 
 
+def _replica_filters(values: list[str]) -> dict[int, Assignments]:
+    from .replica_filters import FilterError, parse_cli
+
+    try:
+        return parse_cli(values)
+    except FilterError as e:
+        raise UsageError(str(e)) from None
+
+
 def serve_config(args: argparse.Namespace) -> ServeConfig:
     """The ServeConfig the options describe, or UsageError; reads only a password file and the faults file."""
     from .app import ServeConfig
@@ -566,7 +583,8 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         rpl_semi_sync_master_timeout=(10000 if args.rpl_semi_sync_master_timeout is None
                                       else args.rpl_semi_sync_master_timeout),
         binlog_expire_logs_seconds=args.binlog_expire_logs_seconds or 0,
-        ledger_retention_seconds=args.ledger_retention_seconds or 0)
+        ledger_retention_seconds=args.ledger_retention_seconds or 0,
+        replica_filters=_replica_filters(args.replica_filter))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,7 @@ from .fault_writer import FaultWriter
 from .faults import FaultFile
 from .primary import Primary
 from .privileges import Priv, check_dump, check_purge, check_register, check_show, check_write
+from .replica_filters import Assignments, filters_for
 from .semisync_acks import watch_acks
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
 from .standalone.classify import refuse_if_write
@@ -84,6 +85,7 @@ class ReplicationSession(BaseSession):
         self.writes: WriteSession | None = None  # standalone mode: this connection's write state
         self.privileges = Priv.ALL  # the account's, from the users file (server/privileges.py)
         self.account_host = "%"  # the account's host pattern (MariaDB names it in 1044)
+        self.user_filters: Assignments = {}  # the account's replicate-* rules (server/replica_filters.py)
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         try:
@@ -134,6 +136,7 @@ class ReplicationSession(BaseSession):
         entry = find(self.username or "", self.state.host) if find is not None else None
         self.privileges = entry.privileges if entry is not None else Priv.NONE
         self.account_host = entry.host if entry is not None else "%"
+        self.user_filters = dict(entry.filters) if entry is not None else {}
 
     async def init(self, connection: Connection) -> None:
         """After authentication: CONNECTION_ID() and USER() answer for this session."""
@@ -329,6 +332,8 @@ class ReplicationConnection(StrictConnection):
         except (TypeError, ValueError):
             heartbeat_ns = 0
         connect_state = uv.get("slave_connect_state")
+        session: ReplicationSession = self.session  # type: ignore[assignment]
+        filters, filters_from = filters_for(server_id, self.primary.replica_filters, session.user_filters, uv)
         return DumpParams(
             file=file,
             pos=pos,
@@ -347,6 +352,7 @@ class ReplicationConnection(StrictConnection):
             send_tables_info=_truthy(uv.get("binlogd_send_tables_info")),
             semi_sync=_truthy(uv.get(semisync.USER_VAR)),
             add_checksums=uv.get("binlogd_add_checksums"),
+            table_filters=filters, filters_from=filters_from,
         )
 
     async def handle_binlog_dump(self, data: bytes) -> None:

@@ -41,10 +41,11 @@ from binlogd.protocol.constants import (
     MAX_PACKET_PAYLOAD,
     START_ENCRYPTION_EVENT,
 )
-from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy
+from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, DecisionTable, ReplicaPolicy, explain
 from binlogd.protocol.gtid import Gtid, GtidError, parse_gtid_list, peek_gtid, peek_gtid_list
 from binlogd.protocol.io_cache import last_byte_read
 from binlogd.protocol.packets import eof_packet, err_packet, frame
+from binlogd.protocol.repl_filters import FilterSet, FilterType
 from binlogd.protocol.rewrite import (
     RewriteError,
     begin_event,
@@ -55,6 +56,7 @@ from binlogd.protocol.rewrite import (
     heartbeat,
 )
 from binlogd.protocol.semisync import event_prefix
+from binlogd.protocol.table_filter import TableFilterStream, rename_db
 
 from .fault_writer import FaultStop, FaultWriter
 from .gtid_start import (
@@ -76,9 +78,10 @@ _LEN = struct.Struct("<9xI")  # event_length in an event header
 _PEEK = struct.Struct("<4xB4xI4xH")  # type, event_length, flags
 _PKT = struct.Struct("<IB")  # packet header + the 0x00 OK byte of an event packet
 _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_GTID)
+_PEEK_TABLES, _RENAME = int(Action.PEEK_TABLES), int(Action.RENAME)
 _BIG = MAX_PACKET_PAYLOAD - 1  # an event this long needs several MySQL packets (general path)
 _ACTION_NAME = {int(Action.SEND): "sent", int(Action.HOLE): "hole", int(Action.DUMMY): "dummy",
-                int(Action.BEGIN): "begin"}
+                int(Action.BEGIN): "begin", _RENAME: "renamed"}
 GTID_POST_HEADER_LEN = 19  # a GTID event's post-header (MariaDB's Gtid_log_event::POST_HEADER_LENGTH)
 _NOT_IN_GROUPS = frozenset({3, 4, 15, 161, 163})  # STOP, ROTATE, FDE, BINLOG_CHECKPOINT, GTID_LIST: no `gtid`
 _GTID_IDS = struct.Struct("<5xI10xQI")  # server_id, seq_no, domain_id of a GTID event (header + body start)
@@ -124,6 +127,8 @@ class DumpParams:
     send_tables_info: bool = False  # @binlogd_send_tables_info: this client wants binlogd's Tables_info events
     semi_sync: bool = False  # @rpl_semi_sync_slave: every event packet gets the semi-sync header
     add_checksums: object = None  # @binlogd_add_checksums as set (server/transcode.py checks it)
+    table_filters: FilterSet | None = None  # replicate-* rules of this replica (server/replica_filters.py)
+    filters_from: str | None = None  # where they come from: "server_id", "user" or "session"
 
     @property
     def non_blocking(self) -> bool:
@@ -177,7 +182,12 @@ class DumpStream:
         self.seq = seq
         self.label = conn_label
         self.policy = ReplicaPolicy(params.capability, params.skip_replication,
-                                    bool(params.flags & 2), params.compat, params.send_tables_info)
+                                    bool(params.flags & 2), params.compat, params.send_tables_info,
+                                    params.table_filters is not None)
+        self.tfilter = TableFilterStream(params.table_filters) if params.table_filters is not None else None
+        self._twhy: str | None = None  # the JSON `why` of the table filter's decision on the current event
+        self._new_db = b""  # the database a RENAME action writes
+        self._renamed_bytes = 0  # bytes sent minus bytes stored, of the open run of renamed events (its sent_length)
         self.table = DecisionTable(self.policy)
         self.stats = DumpStats()
         self.out = bytearray()
@@ -295,6 +305,8 @@ class DumpStream:
             "req_file": p.file, "req_pos": p.pos, "start_gtid": p.connect_state,
             "heartbeat_ms": p.heartbeat_ns // 1_000_000, "compat": p.compat.name.lower(),
             "send_tables_info": p.send_tables_info, "transcode": kind(self.tc.target) if self.tc else None,
+            "table_filters": ({t.option: list(r.values) for t, r in p.table_filters.rules.items()}
+                              if p.table_filters is not None else None), "filters_from": p.filters_from,
             "source_server_id": self.server_id, "binlog_dir": str(self.store.directory.absolute())})
         self._acc = (jstr(file), pos)
 
@@ -359,6 +371,9 @@ class DumpStream:
         [p, end) of the chunk at `base`; type/flags/gtid are the first event's, kept only when it is alone."""
         length = end - p
         sent = 0 if action == "hole" else length
+        if action == "renamed":
+            sent += self._renamed_bytes
+            self._renamed_bytes = 0
         if n == 1:
             self._recs.append((self._fj, base + p, base + end, 1, length, action, why, typ, flags, gtid, sent, 0))
         else:
@@ -520,6 +535,10 @@ class DumpStream:
         if target is not None and self.semi is not None:  # the stage rewrites plain event packets only
             raise DumpError("binlogd does not transcode checksums for a semi-sync replica: set @master_binlog_checksum "
                             "to the binlog's algorithm, or do not set @rpl_semi_sync_slave", suffix=False)
+        if target is not None and p.table_filters is not None and FilterType.REWRITE_DB in p.table_filters.rules:
+            raise DumpError("binlogd does not transcode checksums for a replica with replicate-rewrite-db (renamed "
+                            "events change length): set @master_binlog_checksum to the binlog's algorithm",
+                            suffix=False)
         if target is not None:
             self.tc = TranscodingWriter(self.writer, target, self.seq, self._corrupt)
             self.writer = self.tc
@@ -701,7 +720,7 @@ class DumpStream:
         sequence id produce the same packets (N `mariadb-binlog -R` clients, replicas catching up from the
         same place): the first frames the chunk, the others send its bytes.
         """
-        if self.skipper is not None or self.semi is not None:
+        if self.skipper is not None or self.semi is not None or self.tfilter is not None:  # (a filter: its own state)
             return await self._process(data, pos), b""  # (its packets are in self.out)
         gstate = (self._gtid, self._chain)  # the ledger's group tracking
         key = (self.store.generation, ino, pos, len(data), self.seq, self.policy, self.alg, gstate)
@@ -876,12 +895,15 @@ class DumpStream:
                     self._need = length
                     break
                 self._skip_hole = False
+                self._twhy = None
                 if self.skipper is not None:
                     a = self._gtid_start_decide(mv, p, end, typ, flags, base)
                 else:
                     a = (flagged if flags & 0x8000 else normal)[typ]
                     if a == _PEEK_GTID:
                         a = self._gtid_action(mv, p, end, flags, base)
+                if a == _PEEK_TABLES:
+                    a = self._table_action(mv, p, end, typ, flags, base)
                 if a == _SEND:
                     if self.semi is not None:
                         seq = self._frame_semi(mv[p:end], base + end, seq, out)
@@ -901,13 +923,13 @@ class DumpStream:
                     i = typ | (flags >> 7 & 0x100)
                     if typ == GTID_EVENT and end - p > HEADER_LEN + 12 and mv[p + HEADER_LEN + 12] & 1:
                         i |= 0x200  # a standalone GTID
-                    if pol[i] and not self._skip_hole:  # a type rule: part of the run of sends
+                    if pol[i] and not self._skip_hole and self._twhy is None:  # a type rule: in the run of sends
                         if a == _HOLE:
                             pol_holes += length
                         if typ == GTID_EVENT:
                             self._gtid = None  # a new group, its GTID not looked at (explicit records say null)
                     else:
-                        aname, w = _ACTION_NAME[a], '"gtid_start"' if self._skip_hole else whys[i]
+                        aname, w = _ACTION_NAME[a], '"gtid_start"' if self._skip_hole else self._twhy or whys[i]
                         if nw and p == run_p and w == nw_why and nw_a == aname:
                             nw += 1
                             if typ == GTID_EVENT:
@@ -983,6 +1005,27 @@ class DumpStream:
             raise DumpError(errors.GTID_TO_BEGIN_FAILED)
         return int(self.table.lookup(GTID_EVENT, flags, bool(mv[p + HEADER_LEN + 12] & 1)))
 
+    def _table_action(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
+        """The answer for an event the connection's table filter must look at (protocol/table_filter.py decides
+        whether a rule rejects it, protocol/decision.py what a rejected event becomes)."""
+        tf = self.tfilter
+        assert tf is not None
+        ev = mv[p:end]
+        crc = self.alg == BINLOG_CHECKSUM_ALG_CRC32
+        if typ == GTID_EVENT:
+            tf.decide(ev, crc)
+            return self._gtid_action(mv, p, end, flags, base)
+        standalone = tf.in_standalone_group
+        v = tf.decide(ev, crc)
+        a, why = explain(typ, flags, standalone, self.policy, v.rule)
+        if v.rule is not None:
+            self._twhy = jstr(why)
+        elif v.new_db is not None and a == Action.SEND:
+            self._new_db = v.new_db
+            self._twhy = '"replicate-rewrite-db"'
+            return _RENAME
+        return int(a)
+
     def _gtid_start_decide(self, mv: memoryview, p: int, end: int, typ: int, flags: int, base: int) -> int:
         """Per-event path while a GTID start position is pending: skip the groups the replica has."""
         sk = self.skipper
@@ -1000,6 +1043,8 @@ class DumpStream:
                         return _HOLE
                 except GtidStartError as e:
                     raise DumpError(e.text(), suffix=False) from e
+            if self.tfilter is not None:
+                self.tfilter.decide(mv[p:end], self.alg == BINLOG_CHECKSUM_ALG_CRC32)
             return int(self.table.lookup(typ, flags, bool(flags2 & 1)))
         if typ == GTID_LIST_EVENT and sk.until is not None:
             self._until_gtid_list(mv, p, end, base)
@@ -1007,7 +1052,7 @@ class DumpStream:
             self._skip_hole = True
             return _HOLE
         a = (self.table.flagged if flags & 0x8000 else self.table.normal)[typ]
-        return _SEND if a == Action.PEEK_GTID else int(a)
+        return _SEND if a == Action.PEEK_GTID else int(a)  # (PEEK_TABLES: the caller asks the table filter)
 
     @property
     def _crc_len(self) -> int:
@@ -1050,6 +1095,10 @@ class DumpStream:
             elif action == Action.BEGIN:
                 self._put_event(begin_event(ev, checksum), pos + len(ev))
                 self.stats.begins += 1
+            elif action == Action.RENAME:
+                renamed = rename_db(ev, self._new_db, checksum)
+                self._renamed_bytes += len(renamed) - len(ev)
+                self._put_event(renamed)
         except RewriteError as e:
             self.last_event_pos = pos
             self.last_byte = pos + len(ev)

@@ -29,6 +29,7 @@ from .auth import is_loopback
 from .dump import DumpStream
 from .expiry import PurgeRequest
 from .ledger import Ledger
+from .replica_filters import Assignments
 from .semisync import SemiSyncMaster, SemiSyncSlave
 from .sql_surface import SqlError
 from .store import BinlogStore, StoreError
@@ -57,6 +58,7 @@ class Primary:
         self.store = store
         self.server_id = server_id
         self.compat = compat
+        self.replica_filters: dict[int, Assignments] = {}  # --replica-filter (server/replica_filters.py)
         self.version = VERSION
         self._gtid_domain_id = gtid_domain_id
         self.slaves: dict[int, SlaveHost] = {}

@@ -13,7 +13,7 @@ from .binlog_source import BinlogSourceError, list_files
 from .ledger import LedgerError, ledger_files, read_ledger
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
-ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "fake")
+ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "renamed", "fake")
 STEPS = ("binlog", "ledger", "connections", "policy runs", *(f"check {i}" for i in range(1, 11)))
 
 

@@ -37,7 +37,7 @@ CHECK_NAMES = {
     6: "position continuity", 7: "convergence", 8: "relay-log reconciliation", 9: "divergence",
     10: "ledger integrity",
 }
-FILTERED = ("hole", "dummy", "begin")
+FILTERED = ("hole", "dummy", "begin", "renamed")  # `renamed`: sent with its database rewritten (replicate-rewrite-db)
 # events that carry no transaction content: capability rules may filter them alone without splitting a group
 _METADATA_TYPES = (GTID_EVENT, ANNOTATE_ROWS_EVENT, GTID_LIST_EVENT, BINLOG_CHECKPOINT_EVENT,
                    FORMAT_DESCRIPTION_EVENT, ROTATE_EVENT, START_ENCRYPTION_EVENT, 159)
@@ -69,6 +69,7 @@ class Connection:
     ts_us: int | None = None
     policy_id: int = 0
     transcode: str | None = None  # conn.transcode: strip_crc / add_crc (positions and lengths stay the file's)
+    table_filters: str | None = None  # the conn record's replicate-* rules (JSON text), None: no table filter
 
     def policy(self) -> ReplicaPolicy:
         kw: dict[str, Any] = {
@@ -79,6 +80,8 @@ class Connection:
         }
         if "send_tables_info" in {f.name for f in dataclasses.fields(ReplicaPolicy)}:
             kw["send_tables_info"] = bool(self.send_tables_info)
+        if "table_filters" in {f.name for f in dataclasses.fields(ReplicaPolicy)}:
+            kw["table_filters"] = self.table_filters is not None
         return ReplicaPolicy(**kw)
 
 
@@ -148,7 +151,8 @@ def load_connections(data: AuditData) -> list[tuple]:
             capability_set=bool(r.capability_set), skip_replication=bool(r.skip_replication),
             dump_flags=r.dump_flags or 0, compat=r.compat or "binlogd", send_tables_info=bool(r.send_tables_info),
             checksum=bool(r.checksum), peer=r.peer, user=r.user, start_file=r.start_file, start_pos=r.start_pos or 4,
-            start_gtid=r.start_gtid, ts_us=r.ts_us, transcode=r.transcode)
+            start_gtid=r.start_gtid, ts_us=r.ts_us, transcode=r.transcode,
+            table_filters=r.table_filters if r.table_filters not in (None, "null") else None)
         if r.transcode is not None and _TRANSCODES.get(r.transcode) != (r.compat or "binlogd", bool(r.checksum)):
             out.append(finding(10, "error", r.conn, r.start_file, r.start_pos, f"conn record says transcode "
                                f"{r.transcode!r}, which its compat and checksum awareness do not allow"))
@@ -507,21 +511,99 @@ def check_coverage(data: AuditData) -> list[tuple]:
 
 
 def expected_filtered(data: AuditData) -> Any:
-    """(conn, file, start) of every event the rule filters for that connection, with the expected action."""
+    """(conn, file, start) of every event the rule filters for that connection, with the expected action; `t_why`:
+    the replicate-* rule for a table filter's decision (null for the type rules)."""
     F = _F()
     E = (events_fi(data)
          .withColumn("flagged", (F.col("flags").bitwiseAND(0x8000)) != 0)
          .withColumn("standalone", F.coalesce(F.col("gtid_standalone"), F.lit(False)))
          .select("file", "fi", "start", "end", "type", "flags", "flagged", "standalone", "trx"))
-    X = E.join(rule_table(data), ["type", "flagged", "standalone"])
-    return X.join(conns_df(data), "policy_id").filter(in_range(F))
+    X = E.join(rule_table(data), ["type", "flagged", "standalone"]).withColumn("t_why", F.lit(None).cast("string"))
+    X = X.join(conns_df(data), "policy_id").filter(in_range(F))
+    T = table_filter_events(data)
+    if T is None:
+        return X
+    T = (T.join(files_df(data), "file").join(conns_df(data), "conn").filter(in_range(F))
+         .join(E.select("file", "start", "trx"), ["file", "start"], "left"))
+    return X.unionByName(T, allowMissingColumns=True)
+
+
+def _table_filter_rows(binlog_dir: str) -> Callable[[Iterator[Any]], Iterator[tuple]]:
+    """Per (connection, file): replay the connection's table filter over the file's events in stream order (the
+    dump's own code: protocol/table_filter.py and decision.explain) and yield every event it rejected or renamed."""
+
+    def run(rows: Iterator[Any]) -> Iterator[tuple]:
+        import json as _json
+
+        from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+        from binlogd.protocol.constants import BINLOG_CHECKSUM_ALG_CRC32
+        from binlogd.protocol.decision import WHY_SKIP
+        from binlogd.protocol.repl_filters import ConfiguredBy, FilterType
+        from binlogd.protocol.table_filter import WATCHED_TYPES, TableFilterStream, build_filter_set
+
+        for conn, file, first, rules_json, cap, skip, dump_flags, compat, tinfo in rows:
+            rules = {FilterType.from_name(k): tuple(v) for k, v in _json.loads(rules_json).items()}
+            fs = build_filter_set(rules, ConfiguredBy.STARTUP_OPTIONS)
+            if fs is None:
+                continue
+            pol = ReplicaPolicy(clamp_capability(cap), bool(skip), bool(dump_flags & 2),
+                                Compat.MARIADB if compat == "mariadb" else Compat.BINLOGD, bool(tinfo), True)
+            stream = TableFilterStream(fs)
+            try:
+                with open(f"{binlog_dir}/{file}", "rb") as fh:
+                    data = fh.read()
+                fde_len = int.from_bytes(data[4 + 9:4 + 13], "little")
+                crc = fde_checksum_alg(data[4:4 + fde_len]) == BINLOG_CHECKSUM_ALG_CRC32
+            except (OSError, BinlogFormatError):
+                continue
+            p = max(first, 4 + fde_len)
+            while p + 19 <= len(data):
+                length = int.from_bytes(data[p + 9:p + 13], "little")
+                if length < 19 or p + length > len(data):
+                    break
+                typ, flags = data[p + 4], int.from_bytes(data[p + 17:p + 19], "little")
+                if typ in WATCHED_TYPES and explain(typ, flags, False, pol)[1] != WHY_SKIP:
+                    ev = memoryview(data)[p:p + length]
+                    standalone = stream.in_standalone_group
+                    v = stream.decide(ev, crc)
+                    if typ != GTID_EVENT:  # (GTIDs: only followed)
+                        a, why = explain(typ, flags, standalone, pol, v.rule)
+                        flagged = bool(flags & 0x8000)
+                        if v.rule is not None:
+                            yield (conn, file, p, p + length, typ, flagged, _ACTION_NAMES[Action(a)], why)
+                        elif v.new_db is not None and a == Action.SEND:
+                            yield (conn, file, p, p + length, typ, flagged, "renamed", "replicate-rewrite-db")
+                p += length
+
+    return run
+
+
+def table_filter_events(data: AuditData) -> Any:
+    """(conn, file, start, end, type, flagged, expected, t_why) of the events the connections' table filters
+    rejected or renamed, recomputed from the binlog (one Spark task per connection and file); None without any."""
+    tasks = []
+    fi = {f: i for i, f in enumerate(data.files)}
+    for c in data.connections:
+        if c.table_filters is None or c.start_file not in fi:
+            continue
+        last = fi.get(c.end_file or "", len(data.files) - 1)
+        for i in range(fi[c.start_file], last + 1):
+            first = c.start_pos if i == fi[c.start_file] else 4
+            tasks.append((c.conn, data.files[i], first, c.table_filters, c.capability, c.skip_replication,
+                          c.dump_flags, c.compat, c.send_tables_info))
+    if not tasks:
+        return None
+    rows = (data.spark.sparkContext.parallelize(tasks, max(1, min(len(tasks), 64)))
+            .mapPartitions(_table_filter_rows(str(data.binlog_dir))))
+    return data.spark.createDataFrame(rows, "conn BIGINT, file STRING, start BIGINT, end BIGINT, type INT, "
+                                            "flagged BOOLEAN, expected STRING, t_why STRING")
 
 
 def check_rules(data: AuditData) -> list[tuple]:
     F = _F()
     out: list[tuple] = []
     EXP = expected_filtered(data).select("conn", "file", "start", F.col("end").alias("ev_end"), "type", "flagged",
-                                         "expected", "c_capability", "c_skip", "c_compat")
+                                         "expected", "c_capability", "c_skip", "c_compat", "t_why")
     NS = withheld_events(data).select("conn", "file", "start", "action", "why", F.col("type").alias("r_type"))
     J = NS.join(EXP, ["conn", "file", "start"], "full_outer").cache()
     tname = F.coalesce(F.col("type"), F.col("r_type"))
@@ -536,7 +618,11 @@ def check_rules(data: AuditData) -> list[tuple]:
     out += _rows(missing.filter(F.col("flagged") & F.col("c_skip")), 4, "error",
                  F.format_string("event type %d flagged 0x8000 sent as-is to a skip_replication connection "
                                  "(the rule says %s)", tname, F.col("expected")))
-    out += _rows(missing.filter(~(F.col("flagged") & F.col("c_skip"))), 4, "error",
+    out += _rows(missing.filter(F.col("t_why").isNotNull()), 4, "error",
+                 F.format_string("event type %d sent as-is although %s %s it (the rule says %s)", tname,
+                                 F.col("t_why"), F.when(F.col("expected") == "renamed", "renames")
+                                 .otherwise("rejects"), F.col("expected")))
+    out += _rows(missing.filter(~(F.col("flagged") & F.col("c_skip")) & F.col("t_why").isNull()), 4, "error",
                  F.format_string("event type %d sent as-is to capability %d, which cannot take it (the rule says %s)",
                                  tname, F.col("c_capability"), F.col("expected")))
     legal_start = F.coalesce(F.col("why"), F.lit("")) == "gtid_start"
@@ -633,6 +719,8 @@ def filtered_content(data: AuditData) -> Any:
     (holes why `gtid_start`: the replica already has them), which are not withheld from it."""
     F = _F()
     return (withheld_events(data, ("hole", "dummy"))
+            # a table filter splits transactions by design (their frame stays: check 4 checks its decisions)
+            .filter(~F.coalesce(F.col("why"), F.lit("")).startswith("replicate-"))
             .select("conn", "file", "start", "action", "type", "trx", "length",
                     (F.coalesce(F.col("why"), F.lit("")) == "gtid_start").alias("skipped"))
             .filter(~F.col("type").isin(*_METADATA_TYPES))
@@ -904,7 +992,8 @@ def check_ledger(data: AuditData, explained: frozenset[int] = frozenset()) -> li
         out.append(finding(10, "warning", None, None, agg.lo, f"the ledger starts at seq {agg.lo}: earlier files "
                                                               "were removed"))
     # close.events against the records (the dump's own counter vs the ledger's records)
-    sums = dict(data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", "dummy", "begin", "fake"))
+    sent = ("sent", "dummy", "begin", "renamed", "fake")
+    sums = dict(data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*sent))
                 .groupBy("conn").agg(F.sum("count")).collect())
     for c in data.connections:
         if c.close_events is not None and c.conn not in lost | explained and sums.get(c.conn, 0) != c.close_events:

@@ -22,7 +22,7 @@ SCHEMA_DDL = ", ".join([
     "capability_set BOOLEAN", "skip_replication BOOLEAN", "dump_flags INT", "checksum BOOLEAN",
     "start_file STRING", "start_pos BIGINT", "req_file STRING", "req_pos BIGINT", "start_gtid STRING",
     "heartbeat_ms BIGINT", "compat STRING", "source_server_id BIGINT", "binlog_dir STRING",
-    "send_tables_info BOOLEAN", "transcode STRING",
+    "send_tables_info BOOLEAN", "transcode STRING", "table_filters STRING",
     # ev
     "file STRING", "start BIGINT", "end BIGINT", "count BIGINT", "length BIGINT", "action STRING",
     "why STRING", "type INT", "flags INT", "gtid STRING", "sent_length BIGINT", "policy BIGINT", "code INT",

@@ -11,8 +11,8 @@ from .checks import CHECK_NAMES, FINDING_DDL
 
 # `skipped` (groups a GTID connect skipped: the replica has them) is grey, never the red of withheld holes
 COLORS = {"sent": "#4c9a6a", "hole": "#d9534f", "skipped": "#a8a8a8", "dummy": "#f0ad4e", "begin": "#5b8fd9",
-          "fake": "#9b7fc7", "error": "#333333"}
-ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "fake")
+          "renamed": "#2aa1b3", "fake": "#9b7fc7", "error": "#333333"}
+ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "renamed", "fake")
 
 
 def write_outputs(spark: Any, out_dir: Path, summary: dict[str, Any], findings: list[tuple],

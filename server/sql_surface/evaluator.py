@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from binlogd.protocol import constants as C
 
 from .. import sysvars as SV
+from ..replica_filters import check_session_var
 from .errors import SqlError, not_supported
 from .functions import _FUNCTIONS, _KNOWN_FUNCTIONS, _arity
 from .lexer import _Hex
@@ -115,6 +116,7 @@ class _Eval:
             return self.column(node)
         if isinstance(node, _Assign):
             v = self.ev(node.expr)
+            check_session_var(node.name, _out(v))
             self.session.user_vars[node.name] = _out(v)
             return v
         if isinstance(node, _Case):

@@ -7,6 +7,7 @@ from typing import Any
 
 from binlogd.protocol import constants as C
 
+from ..replica_filters import check_session_var
 from .base import StatementBase
 from .errors import SqlError, not_supported
 from .lexer import _words
@@ -54,6 +55,7 @@ class SelectStatements(StatementBase):
                                       "No data - zero rows fetched, selected, or processed"))
                 return Ok(0)
             for name, v in zip(sel.into, res.rows[0], strict=True):
+                check_session_var(name, v)
                 self.session.user_vars[name] = v
             return Ok(1)
         return res

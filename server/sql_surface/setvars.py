@@ -10,6 +10,7 @@ from typing import Any
 from binlogd.protocol import constants as C
 
 from .. import sysvars as SV
+from ..replica_filters import check_session_var
 from ..sysvars import Kind, Scope, SysVar
 from .base import StatementBase
 from .errors import SqlError, _unknown_sysvar, _wrong_type, _wrong_value, not_supported
@@ -134,6 +135,7 @@ class SetStatements(StatementBase):
             assert it.expr is not None
             raw = ev.ev(it.expr)
             value = DecimalText(_decimal_text(raw)) if isinstance(raw, Decimal) else _out(raw)
+            check_session_var(it.name, value)  # @binlogd_replicate_*: 1210 for a bad rule (server/replica_filters.py)
 
             def apply_user() -> None:
                 s.user_vars[it.name] = value
