@@ -89,6 +89,7 @@ from binlogd.protocol.tls_options import ssl_status_columns
 
 from .apply import ApplyError, Group, TargetSession
 from .counters import Counters, group_kind, heartbeat_period
+from .native import native_fde
 from .position import Position
 
 if TYPE_CHECKING:
@@ -338,6 +339,7 @@ class Channel:
         mode = self.applier.skip_mode
         drop_flagged = mode in ("FILTER_ON_SLAVE", "FILTER_ON_MASTER")
         pending = 0  # events read since the last queued item (FDE, ROTATE... included): counted with the next
+        fde: bytes | None = None  # the source's FDE when its row events can go to the target as BINLOG statements
 
         async def emit(group: Group) -> None:
             nonlocal pending
@@ -361,6 +363,7 @@ class Channel:
             pending += 1
             if typ == FORMAT_DESCRIPTION_EVENT:
                 alg = fde_checksum_alg(raw)
+                fde = native_fde(bytes(raw))
                 self.master_server_id = int.from_bytes(raw[5:9], "little")
                 continue
             try:
@@ -410,6 +413,7 @@ class Channel:
                     continue
                 if not drop:
                     g.events.append(ev)
+                    g.raws.append(b"")
                     g.flagged |= flagged
                 if not g.transactional:
                     await emit(g)
@@ -424,6 +428,9 @@ class Channel:
                     g = Group(flagged=flagged)
                 if not drop:
                     g.events.append(ev)
+                    g.raws.append(bytes(raw) if fde is not None and (typ in ROWS_EVENT_TYPES
+                                                                     or typ == TABLE_MAP_EVENT) else b"")
+                    g.fde = fde
                     g.flagged |= flagged
                 if typ in ROWS_EVENT_TYPES and not g.transactional and _stmt_end(ev):
                     await emit(g)
