@@ -320,6 +320,11 @@ class TargetSession:
                 raise
         raise AssertionError("unreachable")
 
+    def committed(self, g: Group) -> bool:
+        """After a lost connection: did the COMMIT of `g` reach the target (its position is the stored one)?"""
+        self.close()
+        return self._committed(g)
+
     def _committed(self, g: Group) -> bool:
         """After a lost connection: did the COMMIT reach the target before it went away?"""
         try:
@@ -340,6 +345,14 @@ class TargetSession:
             except pymysql.MySQLError:
                 self.close()
 
+    def flush(self) -> None:
+        """Send what is queued (one round trip); raises the first failure."""
+        self._pipe.run(self.conn)
+
+    def rollback(self) -> None:
+        """Drop what is queued and roll the open transaction back (session variables are sent again)."""
+        self._reset()
+
     def _set_session(self, wanted: dict[str, str]) -> None:
         """Queue a SET of the variables that differ from what the session has (an error clears `_state`)."""
         sets = [f"{k}={v}" for k, v in wanted.items() if self._state.get(k) != v]
@@ -358,9 +371,14 @@ class TargetSession:
     def _apply_once(self, g: Group, last: bool = True) -> None:
         """Queue the group as one target transaction ending with its position row and COMMIT; sent now when
         `last`, else left queued for the next group's statements (the caller flushes)."""
-        conn = self.conn
         if last:
             self._batch_done = 0
+        self.queue_body(g)
+        self.queue_end(g, last)
+
+    def queue_body(self, g: Group) -> None:
+        """Queue the group's transaction up to its position row (applier/parallel.py sends this part first, then
+        `queue_end` when the group's turn to commit has come)."""
         self._group_rows = 0
         pre = {"@@session.skip_replication": "1" if g.flagged and self.replicate_flagged else "0"}
         keep = self.keep_gtids and g.gtid is not None and bool(g.events)
@@ -392,8 +410,11 @@ class TargetSession:
             self._queue("COMMIT")
             self._set_session(BOOKKEEPING_GTID)
             self._queue("BEGIN")
+
+    def queue_end(self, g: Group, last: bool = True) -> None:
+        """Queue the position row and COMMIT; sent now when `last`."""
         self.current = "saving the channel position"
-        self._queue(PositionStore.save_sql(conn, self.channel, g.end))
+        self._queue(PositionStore.save_sql(self.conn, self.channel, g.end))
         rows = self._group_rows
 
         def committed() -> None:

@@ -94,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "passwd` writes a line); default: root without a password, from loopback only")
     p.add_argument("--no-start", action="store_true",
                    help="do not start the channels (start them with START SLAVE on the admin port)")
+    p.add_argument("--parallel-apply", type=int, default=1, metavar="N",
+                   help="target sessions per channel (default 1): consecutive row transactions run on N sessions "
+                        "at once and commit in the source's order, each with its position (like MariaDB's "
+                        "slave_parallel_threads=N, optimistic); statements and DDL run alone")
+    p.add_argument("--row-apply", default="binlog", choices=["binlog", "sql"],
+                   help="row events on a MariaDB target: 'binlog' (default) sends them unchanged in BINLOG "
+                        "statements, applied by the target itself (needs SUPER or BINLOG REPLAY); 'sql' decodes "
+                        "them into INSERT/UPDATE/DELETE (always so on MySQL targets)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
 
@@ -115,8 +123,11 @@ def config_from_args(args: argparse.Namespace) -> ApplierConfig:
         raise ConfigError("--admin-port must be a TCP port (0-65535)")
     if args.admin_users is not None and args.admin_port is None:
         raise ConfigError("--admin-users without --admin-port: there is no admin port to log in to")
+    if not 1 <= args.parallel_apply <= 64:
+        raise ConfigError("--parallel-apply must be in 1..64")
     return ApplierConfig(target, channels, filters, parse_skip_mode(args.replicate_events_marked_for_skip),
-                         args.admin_port, args.admin_bind, args.server_id, args.admin_users)
+                         args.admin_port, args.admin_bind, args.server_id, args.admin_users, args.parallel_apply,
+                         args.row_apply)
 
 
 def _ordered_filter_options(argv: Sequence[str]) -> list[str]:

@@ -84,6 +84,8 @@ class ApplierConfig:
     admin_bind: str = "127.0.0.1"
     server_id: int = 1001
     admin_users: Path | None = None  # --admin-users: the admin port's accounts (protocol/accounts.py format)
+    parallel_apply: int = 1  # --parallel-apply: target sessions per channel (applier/parallel.py)
+    row_apply: str = "binlog"  # --row-apply: row events as BINLOG statements (MariaDB targets) or as SQL
 
 
 def parse_endpoint(url: str, what: str = "URL", params: dict[str, str] | None = None) -> Endpoint:
