@@ -183,7 +183,10 @@ def _wait_error(proc: Any, timeout: float = 60.0) -> str:
     raise AssertionError("no apply error logged:\n" + proc.log()[-3000:])
 
 
-def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any) -> None:
+@pytest.mark.parametrize("parallel", [1, 4], ids=["serial", "parallel4"])
+def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any, parallel: int) -> None:
+    """A duplicate key, then a missing row, in the middle of a backlog: the channel stops exactly at that group
+    with MariaDB's texts, also when the groups run on four target sessions (the serial path takes over)."""
     primary = mariadb.primary()
     target = mariadb("target", 3)
     ddl = "CREATE DATABASE IF NOT EXISTS d1; CREATE TABLE IF NOT EXISTS d1.t (id INT PRIMARY KEY, v INT)"
@@ -194,8 +197,8 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any) -> None:
         primary.query(f"INSERT INTO d1.t VALUES ({i}, 0)")
         after[i] = primary.master_status()[1]
     target.query("INSERT INTO d1.t VALUES (150, -1)")  # group 150 will hit a duplicate key
-    channel = f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no"
-    proc = applier(target, channel)
+    channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no", f"--parallel-apply={parallel}")
+    proc = applier(target, *channel)
     got = _wait_error(proc)
     write_end = _event_end(primary, after[149], after[150], "Write_rows_v1")
     assert got == (f"mysql-bin.000001:{after[149]}: Could not execute Write_rows_v1 event on table d1.t; Duplicate "
@@ -203,6 +206,7 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any) -> None:
                    f"event's master log mysql-bin.000001, end_log_pos {write_end} (1062)")
     assert target.query("SELECT log_pos FROM binlogd_apply.channel_position") == [(after[149],)]
     assert target.query("SELECT COUNT(*), MAX(id) FROM d1.t WHERE id <> 150") == [(149, 149)]
+    assert ("parallel apply on 4 target sessions" in proc.log()) == (parallel == 4)
     proc.stop()
 
     # the same for a row-count check (an UPDATE that finds no row) in the middle of a batch of updates
@@ -210,7 +214,7 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any) -> None:
     for i in range(1, 101):
         primary.query(f"UPDATE d1.t SET v = {i} WHERE id = {i}")
         after[300 + i] = primary.master_status()[1]
-    proc = applier(target, channel)
+    proc = applier(target, *channel)
     got = _wait_error(proc)
     update_end = _event_end(primary, after[359], after[360], "Update_rows_v1")
     assert got == (f"mysql-bin.000001:{after[359]}: Could not execute Update_rows_v1 event on table d1.t; Can't find "
