@@ -144,7 +144,7 @@ class Channel:
             executors.append(ThreadPoolExecutor(1, thread_name_prefix=f"apply-{config.name or 'default'}-{i}"))
         for s in sessions:
             s.native_rows = applier.config.row_apply == "binlog"
-        self.parallel = ParallelApply(sessions, executors)
+        self.parallel = ParallelApply(sessions, executors, applier.config.parallel_min_bytes)
         self.read_pos = Position()
         self.exec_pos = Position()
         self.io_state = ""

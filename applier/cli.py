@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="target sessions per channel (default 1): consecutive row transactions run on N sessions "
                         "at once and commit in the source's order, each with its position (like MariaDB's "
                         "slave_parallel_threads=N, optimistic); statements and DDL run alone")
+    p.add_argument("--parallel-min-bytes", type=int, default=1024, metavar="B",
+                   help="with --parallel-apply: row transactions with less rows data than B bytes (default 1024) "
+                        "stay on one session, which sends up to 64 of them per round trip")
     p.add_argument("--row-apply", default="binlog", choices=["binlog", "sql"],
                    help="row events on a MariaDB target: 'binlog' (default) sends them unchanged in BINLOG "
                         "statements, applied by the target itself (needs SUPER or BINLOG REPLAY); 'sql' decodes "
@@ -125,9 +128,11 @@ def config_from_args(args: argparse.Namespace) -> ApplierConfig:
         raise ConfigError("--admin-users without --admin-port: there is no admin port to log in to")
     if not 1 <= args.parallel_apply <= 64:
         raise ConfigError("--parallel-apply must be in 1..64")
+    if args.parallel_min_bytes < 0:
+        raise ConfigError("--parallel-min-bytes must be 0 or more")
     return ApplierConfig(target, channels, filters, parse_skip_mode(args.replicate_events_marked_for_skip),
                          args.admin_port, args.admin_bind, args.server_id, args.admin_users, args.parallel_apply,
-                         args.row_apply)
+                         args.row_apply, args.parallel_min_bytes)
 
 
 def _ordered_filter_options(argv: Sequence[str]) -> list[str]:

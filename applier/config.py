@@ -85,6 +85,7 @@ class ApplierConfig:
     server_id: int = 1001
     admin_users: Path | None = None  # --admin-users: the admin port's accounts (protocol/accounts.py format)
     parallel_apply: int = 1  # --parallel-apply: target sessions per channel (applier/parallel.py)
+    parallel_min_bytes: int = 1024  # --parallel-min-bytes: smaller row transactions stay on one session
     row_apply: str = "binlog"  # --row-apply: row events as BINLOG statements (MariaDB targets) or as SQL
 
 

@@ -23,6 +23,9 @@ that group, with its retries and exactly its error texts; the next BACKOFF_BATCH
 (transactions that conflict gain nothing from parallel sessions). Statement, DDL, non-transactional, rollback
 and position-only groups always take the serial path (nothing after them starts before they end).
 
+Small transactions (rows data below `--parallel-min-bytes`, default 1024) stay on the channel's one session: its
+pipeline sends up to 64 of them per round trip, where parallel sessions need two round trips per transaction.
+
 Names: `ParallelApply` (`sessions`, `apply`), `parallel_ok`, `CommitOrder`, `TURN_WAIT_S`.
 """
 
@@ -48,10 +51,19 @@ BACKOFF_BATCHES: Final = 16  # batches applied serially after a run stopped earl
 ROW_EVENTS: Final = frozenset(ROWS_EVENT_TYPES | {TABLE_MAP_EVENT})
 
 
-def parallel_ok(g: Group) -> bool:
-    """A transaction of row events only: it can run beside its neighbours and commit in its turn."""
-    return (bool(g.events) and g.transactional and not g.rollback
-            and all(ev.header.type_code in ROW_EVENTS for ev in g.events))
+def parallel_ok(g: Group, min_bytes: int = 0) -> bool:
+    """A transaction of row events only (rows data of at least `min_bytes`): it can run beside its neighbours and
+    commit in its turn."""
+    if not g.events or not g.transactional or g.rollback:
+        return False
+    size = 0
+    for ev in g.events:
+        t = ev.header.type_code
+        if t not in ROW_EVENTS:
+            return False
+        if t != TABLE_MAP_EVENT:
+            size += len(ev.body.data)  # type: ignore[union-attr]
+    return size >= min_bytes
 
 
 class CommitOrder:
@@ -86,8 +98,10 @@ class ParallelApply:
     """N sessions of one channel, each with its own worker thread; `sessions[0]` is the channel's own session
     (and its executor), which also runs the serial path."""
 
-    def __init__(self, sessions: Sequence[TargetSession], executors: Sequence[ThreadPoolExecutor]) -> None:
+    def __init__(self, sessions: Sequence[TargetSession], executors: Sequence[ThreadPoolExecutor],
+                 min_bytes: int = 0) -> None:
         self.sessions = list(sessions)
+        self.min_bytes = min_bytes  # smaller transactions stay on the pipelined single session
         self.executors = list(executors)
         self.parallel_groups = 0  # groups committed through parallel runs
         self._serial_left = 0  # batches to apply serially (a run stopped early: the groups conflict)
@@ -101,7 +115,7 @@ class ParallelApply:
         done = 0
         while done < len(batch):
             run = done
-            while run < len(batch) and parallel_ok(batch[run]):
+            while run < len(batch) and parallel_ok(batch[run], self.min_bytes):
                 run += 1
             if run - done >= 2:
                 n = await self._parallel(batch[done:run])
@@ -115,7 +129,7 @@ class ParallelApply:
                         return done, err
                 continue
             end = max(run, done + 1)
-            while end < len(batch) and not parallel_ok(batch[end]):
+            while end < len(batch) and not parallel_ok(batch[end], self.min_bytes):
                 end += 1
             k, err = await loop.run_in_executor(self.executors[0], self.sessions[0].apply_many, batch[done:end])
             done += k

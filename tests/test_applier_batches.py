@@ -129,7 +129,8 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any, pa
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
-    channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}", f"--parallel-apply={parallel}")
+    channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}", f"--parallel-apply={parallel}",
+               "--parallel-min-bytes=0")  # one-row transactions too
     rng = random.Random(20)
     kills = moved = 0
     try:
@@ -197,7 +198,8 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any, parallel: in
         primary.query(f"INSERT INTO d1.t VALUES ({i}, 0)")
         after[i] = primary.master_status()[1]
     target.query("INSERT INTO d1.t VALUES (150, -1)")  # group 150 will hit a duplicate key
-    channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no", f"--parallel-apply={parallel}")
+    channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no", f"--parallel-apply={parallel}",
+               "--parallel-min-bytes=0")
     proc = applier(target, *channel)
     got = _wait_error(proc)
     write_end = _event_end(primary, after[149], after[150], "Write_rows_v1")

@@ -287,7 +287,7 @@ def run_applier(w: World, cfg: Config, parallel: int = 1) -> Iterator[tuple[subp
             *[a for chan, prim in w.p.items() for a in ("--channel", f"{chan}=mysql://root@{HOST}:{prim.port}")],
             *[f"--{ftype.option}={raw}" for ftype, raw in cfg.options],
             f"--replicate-events-marked-for-skip={cfg.skip_mode}", "--admin-port", str(admin_port),
-            f"--parallel-apply={parallel}"]
+            f"--parallel-apply={parallel}", "--parallel-min-bytes=0"]
     with running_applier(args, log_path) as p:
         assert p.proc is not None
         yield p.proc, admin_port, log_path
