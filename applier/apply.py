@@ -211,7 +211,10 @@ class TargetSession:
                         "WHERE ID IS NOT NULL")
             self._collations = {int(r[0]): (str(r[1]), str(r[2])) for r in cur.fetchall()}
         self.keep_gtids = False
-        if self.preserve_gtids and "mariadb" in self.conn.get_server_info().lower():
+        with self.conn.cursor() as cur:  # no binlog on the target: no GTID to give each group (one SET less each)
+            cur.execute("SELECT @@log_bin")
+            log_bin = bool(int(cur.fetchone()[0]))
+        if self.preserve_gtids and log_bin and "mariadb" in self.conn.get_server_info().lower():
             try:  # the source's GTIDs go to the target's binlog (SET gtid_domain_id/server_id/gtid_seq_no)
                 self._set_session(OWN_GTID)
                 self._flush()

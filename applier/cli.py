@@ -131,8 +131,9 @@ def config_from_args(args: argparse.Namespace) -> ApplierConfig:
     if args.parallel_min_bytes < 0:
         raise ConfigError("--parallel-min-bytes must be 0 or more")
     return ApplierConfig(target, channels, filters, parse_skip_mode(args.replicate_events_marked_for_skip),
-                         args.admin_port, args.admin_bind, args.server_id, args.admin_users, args.parallel_apply,
-                         args.row_apply, args.parallel_min_bytes)
+                         args.admin_port, args.admin_bind, args.server_id, args.admin_users,
+                         parallel_apply=args.parallel_apply, parallel_min_bytes=args.parallel_min_bytes,
+                         row_apply=args.row_apply)
 
 
 def _ordered_filter_options(argv: Sequence[str]) -> list[str]:

@@ -414,6 +414,9 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
         ("--target=mysql://root@h:1", "--channel=a=mysql://h:1",
          "--replicate-events-marked-for-skip=SOMETIMES"): "is not one of",
         ("--target=mysql://root@h:1", "--channel=a=mysql://h:1", "--replicate-rewrite-db=nodelimiter"): "",
+        ("--target=mysql://root@h:1", "--channel=a=mysql://h:1", "--parallel-apply=0"): "must be in 1..64",
+        ("--target=mysql://root@h:1", "--channel=a=mysql://h:1", "--parallel-min-bytes=-1"): "must be 0 or more",
+        ("--target=mysql://root@h:1", "--channel=a=mysql://h:1", "--row-apply=fast"): "invalid choice",
     }
     for args, text in cases.items():
         r = subprocess.run([sys.executable, "-m", "binlogd.applier.cli", *args], cwd=REPO_ROOT, capture_output=True,
