@@ -152,6 +152,7 @@ class Bench:
                     if self.proc.poll() is not None:
                         raise RuntimeError("binlogd-apply exited: " + log_path.read_text()[-2000:]) from None
                     time.sleep(0.05)
+            log_start = log_path.stat().st_size
             cpu0 = _cpu_seconds(self.proc.pid)
             t0 = time.monotonic()
             with conn.cursor() as cur:
@@ -167,6 +168,11 @@ class Bench:
                     break
                 if self.proc.poll() is not None:
                     raise RuntimeError("binlogd-apply exited: " + log_path.read_text()[-2000:])
+                with open(log_path, "rb") as f:  # a channel that stopped never reaches the end: say why
+                    f.seek(log_start)
+                    new = f.read().decode(errors="replace")
+                if "replication stopped" in new or "internal error" in new:
+                    raise RuntimeError("binlogd-apply stopped: " + new[-2000:])
                 time.sleep(0.02)
             seconds = time.monotonic() - t0
             self.cpu.append(_cpu_seconds(self.proc.pid) - cpu0)
