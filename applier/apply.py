@@ -54,6 +54,7 @@ from binlogd.protocol.constants import (
     REAL_RESULT,
     RELAXED_UNIQUE_CHECKS_F,
     ROWS_EVENT_TYPES,
+    STMT_END_F,
     STRING_RESULT,
     TABLE_MAP_EVENT,
     USER_VAR_EVENT,
@@ -65,6 +66,8 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.events import Event, EventDecodeError, Gtid, QueryBody, RowsBody, TableMapBody, UserVarBody
 from pymysql.constants import CLIENT
 
+from .native import SESSION as NATIVE_SESSION
+from .native import STATEMENT_BYTES, TOUCHED, binlog_sql
 from .pipeline import CONNECTION_LOST, RETRYABLE, Pipeline
 from .pipeline import error_code as _code
 from .pipeline import error_message as _msg
@@ -120,6 +123,11 @@ class ApplyError(Exception):
         self.message = message
 
 
+class NativeRowsError(ApplyError):
+    """The target refused a BINLOG statement: the group is rolled back and run again through the SQL path,
+    whose error (if it fails there too) names the rows event and position exactly."""
+
+
 @dataclass(slots=True)
 class Group:
     """One event group as read from the source; `end` is the channel position just after it."""
@@ -132,6 +140,8 @@ class Group:
     end: Position = field(default_factory=Position)
     kind: str | None = None  # GTID_FLAGS2 class of an applied GTID event: "ddl", "trans" or "non_trans"
     events_read: int = 0  # stream events this item stands for (Executed_log_entries), dropped ones included
+    raws: list[bytes] = field(default_factory=list)  # per event: its bytes for TABLE_MAP and rows events, else b""
+    fde: bytes | None = None  # the source's FORMAT_DESCRIPTION event (BINLOG statements need it first)
 
 
 @dataclass(slots=True)
@@ -170,6 +180,11 @@ class TargetSession:
         self._batch_done = 0  # groups of the current apply_many whose COMMIT succeeded
         self._tables_info: list[tuple[str | None, str]] | None = None
         self.preserve_gtids = True  # MariaDB targets: applied groups keep the source's GTID (as a replica does)
+        self.native_rows = True  # MariaDB targets: row events go as BINLOG statements (applier/native.py)
+        self.native = False  # this connection applies them so (a MariaDB target)
+        self._native_now = True  # off while a group the target refused natively runs through the SQL path
+        self._fde_sent: bytes | None = None  # the FDE this target session was given with BINLOG
+        self.native_statements = 0
         self.keep_gtids = False
         self.rows_applied = 0
         self.groups_applied = 0
@@ -187,14 +202,19 @@ class TargetSession:
             raise ApplyError(_code(e), f"cannot connect to the target {self.params['host']}:{self.params['port']}: "
                                        f"{_msg(e)}") from None
         self._state.clear()
+        self._fde_sent = None
         self._tables.clear()
         self._readers.clear()
+        self.native = self.native_rows and "mariadb" in self.conn.get_server_info().lower()
         with self.conn.cursor() as cur:
             cur.execute("SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS "
                         "WHERE ID IS NOT NULL")
             self._collations = {int(r[0]): (str(r[1]), str(r[2])) for r in cur.fetchall()}
         self.keep_gtids = False
-        if self.preserve_gtids and "mariadb" in self.conn.get_server_info().lower():
+        with self.conn.cursor() as cur:  # no binlog on the target: no GTID to give each group (one SET less each)
+            cur.execute("SELECT @@log_bin")
+            log_bin = bool(int(cur.fetchone()[0]))
+        if self.preserve_gtids and log_bin and "mariadb" in self.conn.get_server_info().lower():
             try:  # the source's GTIDs go to the target's binlog (SET gtid_domain_id/server_id/gtid_seq_no)
                 self._set_session(OWN_GTID)
                 self._flush()
@@ -265,7 +285,18 @@ class TargetSession:
         return self._batch_done
 
     def apply(self, g: Group) -> None:
-        """Apply a group atomically with its position; retries deadlocks and a lost target connection."""
+        """Apply a group atomically with its position; retries deadlocks and a lost target connection. A group
+        whose BINLOG statement the target refused runs again with its rows as SQL (the error texts of that path)."""
+        try:
+            self._apply_retrying(g)
+        except NativeRowsError:
+            self._native_now = False
+            try:
+                self._apply_retrying(g)
+            finally:
+                self._native_now = True
+
+    def _apply_retrying(self, g: Group) -> None:
         for attempt in range(TRANSACTION_RETRIES + 1):
             try:
                 self.connect()
@@ -292,6 +323,11 @@ class TargetSession:
                 raise
         raise AssertionError("unreachable")
 
+    def committed(self, g: Group) -> bool:
+        """After a lost connection: did the COMMIT of `g` reach the target (its position is the stored one)?"""
+        self.close()
+        return self._committed(g)
+
     def _committed(self, g: Group) -> bool:
         """After a lost connection: did the COMMIT reach the target before it went away?"""
         try:
@@ -305,11 +341,20 @@ class TargetSession:
         """After an error: nothing queued survives, session variables are sent again, the group rolls back."""
         self._pipe.clear()
         self._state.clear()
+        self._fde_sent = None
         if self.conn is not None:
             try:
                 self.conn.rollback()
             except pymysql.MySQLError:
                 self.close()
+
+    def flush(self) -> None:
+        """Send what is queued (one round trip); raises the first failure."""
+        self._pipe.run(self.conn)
+
+    def rollback(self) -> None:
+        """Drop what is queued and roll the open transaction back (session variables are sent again)."""
+        self._reset()
 
     def _set_session(self, wanted: dict[str, str]) -> None:
         """Queue a SET of the variables that differ from what the session has (an error clears `_state`)."""
@@ -329,9 +374,14 @@ class TargetSession:
     def _apply_once(self, g: Group, last: bool = True) -> None:
         """Queue the group as one target transaction ending with its position row and COMMIT; sent now when
         `last`, else left queued for the next group's statements (the caller flushes)."""
-        conn = self.conn
         if last:
             self._batch_done = 0
+        self.queue_body(g)
+        self.queue_end(g, last)
+
+    def queue_body(self, g: Group) -> None:
+        """Queue the group's transaction up to its position row (applier/parallel.py sends this part first, then
+        `queue_end` when the group's turn to commit has come)."""
         self._group_rows = 0
         pre = {"@@session.skip_replication": "1" if g.flagged and self.replicate_flagged else "0"}
         keep = self.keep_gtids and g.gtid is not None and bool(g.events)
@@ -349,8 +399,11 @@ class TargetSession:
         self._maps.clear()
         self._pending.clear()
         self._queue("BEGIN")
-        for ev in g.events:
-            self._event(ev, g)
+        if self.native and self._native_now and g.fde is not None:
+            self._native_events(g)
+        else:
+            for ev in g.events:
+                self._event(ev, g)
         if self._pipe.checked:  # a COMMIT must not run before every row count is known to be right
             self._flush()
         if g.rollback:
@@ -360,8 +413,11 @@ class TargetSession:
             self._queue("COMMIT")
             self._set_session(BOOKKEEPING_GTID)
             self._queue("BEGIN")
+
+    def queue_end(self, g: Group, last: bool = True) -> None:
+        """Queue the position row and COMMIT; sent now when `last`."""
         self.current = "saving the channel position"
-        self._queue(PositionStore.save_sql(conn, self.channel, g.end))
+        self._queue(PositionStore.save_sql(self.conn, self.channel, g.end))
         rows = self._group_rows
 
         def committed() -> None:
@@ -375,6 +431,59 @@ class TargetSession:
         self.current = ""
 
     # ---- events ----------------------------------------------------------------------------------------------
+
+    def _native_events(self, g: Group) -> None:
+        """The group's events with each whole row statement (TABLE_MAPs ... STMT_END_F) as one BINLOG statement,
+        unless the filters drop or rewrite one of its tables (then its rows events take the SQL path)."""
+        stmt: list[bytes] = []
+        rows: list[Event] = []
+        whole = True
+        fs = self.filters
+        for ev, raw in zip(g.events, g.raws, strict=True):
+            t = ev.header.type_code
+            if t == TABLE_MAP_EVENT:
+                self._event(ev, g)
+                tm, ok = self._maps[ev.body.table_id]  # type: ignore[union-attr]
+                whole = whole and ok and (fs is None or fs.rewrite_db(tm.db) == tm.db)
+                stmt.append(raw)
+            elif t in ROWS_EVENT_TYPES:
+                stmt.append(raw)
+                rows.append(ev)
+                if ev.body.flags & STMT_END_F:  # type: ignore[union-attr]
+                    self._row_statement(stmt, rows, whole, g)
+                    stmt, rows, whole = [], [], True
+            else:
+                if rows:
+                    self._row_statement(stmt, rows, whole, g)
+                    stmt, rows, whole = [], [], True
+                self._event(ev, g)
+        if rows:
+            self._row_statement(stmt, rows, whole, g)
+
+    def _row_statement(self, stmt: list[bytes], rows: list[Event], whole: bool, g: Group) -> None:
+        if not whole or not all(stmt) or sum(map(len, stmt)) > STATEMENT_BYTES:
+            for ev in rows:
+                self._rows(ev, ev.body, g)  # type: ignore[arg-type]
+            return
+
+        def fail(code: int, msg: str) -> ApplyError:
+            if code == 1227:  # no SUPER / BINLOG REPLAY: this session keeps the SQL path
+                log.warning("channel %r: the target refuses BINLOG statements (%s); rows go as SQL", self.channel,
+                            msg)
+                self.native = False
+            return NativeRowsError(code, msg)
+
+        if self._fde_sent is not g.fde:
+            assert g.fde is not None
+            self._queue(binlog_sql([g.fde]), None, fail)
+            self._fde_sent = g.fde
+        self._set_session(NATIVE_SESSION)
+        tm, _ = self._maps[rows[0].body.table_id]  # type: ignore[union-attr]
+        self.current = f"{EVENT_NAMES.get(rows[0].header.type_code, '')} on {tm.db}.{tm.table}"
+        self._queue(binlog_sql(stmt), None, fail)
+        for k in TOUCHED:
+            self._state.pop(k, None)
+        self.native_statements += 1
 
     def _event(self, ev: Event, g: Group) -> None:
         t = ev.header.type_code

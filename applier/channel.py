@@ -89,6 +89,8 @@ from binlogd.protocol.tls_options import ssl_status_columns
 
 from .apply import ApplyError, Group, TargetSession
 from .counters import Counters, group_kind, heartbeat_period
+from .native import native_fde
+from .parallel import ParallelApply
 from .position import Position
 
 if TYPE_CHECKING:
@@ -134,6 +136,15 @@ class Channel:
         if t.tls is not None:  # --target URL's ?ssl-ca=...&ssl-verify=1
             self.session.params.update(ssl=t.tls.context(), ssl_disabled=False)
         self.executor = ThreadPoolExecutor(1, thread_name_prefix=f"apply-{config.name or 'default'}")
+        sessions, executors = [self.session], [self.executor]
+        for i in range(1, max(1, applier.config.parallel_apply)):  # --parallel-apply N: N target sessions
+            extra = TargetSession(t.host, t.port, t.user, t.password, config.name)
+            extra.params = dict(self.session.params)
+            sessions.append(extra)
+            executors.append(ThreadPoolExecutor(1, thread_name_prefix=f"apply-{config.name or 'default'}-{i}"))
+        for s in sessions:
+            s.native_rows = applier.config.row_apply == "binlog"
+        self.parallel = ParallelApply(sessions, executors, applier.config.parallel_min_bytes)
         self.read_pos = Position()
         self.exec_pos = Position()
         self.io_state = ""
@@ -190,8 +201,9 @@ class Channel:
 
     async def close(self) -> None:
         await self.stop()
-        await self._thread(self.session.close)
-        await asyncio.to_thread(self.executor.shutdown, True)  # joining the worker must not block the loop
+        for s, ex in zip(self.parallel.sessions, self.parallel.executors, strict=True):
+            await asyncio.get_running_loop().run_in_executor(ex, s.close)
+            await asyncio.to_thread(ex.shutdown, True)  # joining the worker must not block the loop
 
     async def _thread(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
@@ -208,8 +220,9 @@ class Channel:
         self._applying_ts = None
         reader: asyncio.Task[None] | None = None
         try:
-            self.session.filters = self.applier.filters_for(self.name)
-            self.session.replicate_flagged = self.applier.skip_mode == "REPLICATE"
+            for s in self.parallel.sessions:
+                s.filters = self.applier.filters_for(self.name)
+                s.replicate_flagged = self.applier.skip_mode == "REPLICATE"
             try:
                 stored = await self._thread(self.session.load_position)
             except ApplyError as e:
@@ -260,7 +273,9 @@ class Channel:
                     break
                 batch.append(nxt)
             self._applying_ts = next((b.events[-1].header.timestamp for b in batch if b.events), None)
-            fut = loop.run_in_executor(self.executor, self.session.apply_many, batch)
+            fut: asyncio.Future[tuple[int, ApplyError | None]] = (
+                loop.run_in_executor(self.executor, self.session.apply_many, batch)
+                if len(self.parallel.sessions) == 1 else asyncio.ensure_future(self.parallel.apply(batch)))
             try:
                 n, error = await asyncio.shield(fut)
             except asyncio.CancelledError:
@@ -338,6 +353,7 @@ class Channel:
         mode = self.applier.skip_mode
         drop_flagged = mode in ("FILTER_ON_SLAVE", "FILTER_ON_MASTER")
         pending = 0  # events read since the last queued item (FDE, ROTATE... included): counted with the next
+        fde: bytes | None = None  # the source's FDE when its row events can go to the target as BINLOG statements
 
         async def emit(group: Group) -> None:
             nonlocal pending
@@ -361,6 +377,7 @@ class Channel:
             pending += 1
             if typ == FORMAT_DESCRIPTION_EVENT:
                 alg = fde_checksum_alg(raw)
+                fde = native_fde(bytes(raw))
                 self.master_server_id = int.from_bytes(raw[5:9], "little")
                 continue
             try:
@@ -410,6 +427,7 @@ class Channel:
                     continue
                 if not drop:
                     g.events.append(ev)
+                    g.raws.append(b"")
                     g.flagged |= flagged
                 if not g.transactional:
                     await emit(g)
@@ -424,6 +442,9 @@ class Channel:
                     g = Group(flagged=flagged)
                 if not drop:
                     g.events.append(ev)
+                    g.raws.append(bytes(raw) if fde is not None and (typ in ROWS_EVENT_TYPES
+                                                                     or typ == TABLE_MAP_EVENT) else b"")
+                    g.fde = fde
                     g.flagged |= flagged
                 if typ in ROWS_EVENT_TYPES and not g.transactional and _stmt_end(ev):
                     await emit(g)
@@ -519,15 +540,15 @@ class Channel:
             "Gtid_Slave_Pos": self.exec_pos.gtid_text(),
             "Slave_SQL_Running_State": self.session.current or ("Slave has read all relay log; waiting for more "
                                                                 "updates" if sql_running else ""),
-            "Retried_transactions": self.session.retried,
+            "Retried_transactions": sum(s.retried for s in self.parallel.sessions),
             "Slave_heartbeat_period": heartbeat_period(self.config.heartbeat_s),
             **ssl_status_columns(src.tls),
             **self.counters.columns(),
             "Replicate_Events_Marked_For_Skip": self.applier.skip_mode,
             "Events_Skipped_Flagged": self.skipped_flagged,
             "Events_Skipped_Ignorable": self.skipped_ignorable,
-            "Rows_Applied": self.session.rows_applied,
-            "Groups_Applied": self.session.groups_applied,
+            "Rows_Applied": sum(s.rows_applied for s in self.parallel.sessions),
+            "Groups_Applied": sum(s.groups_applied for s in self.parallel.sessions),
         }
         fs = self.applier.filters_for(self.name)
         if fs is not None:

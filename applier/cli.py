@@ -100,6 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-address", default=None, metavar="ADDR", help="address of the metrics port")
     p.add_argument("--no-start", action="store_true",
                    help="do not start the channels (start them with START SLAVE on the admin port)")
+    p.add_argument("--parallel-apply", type=int, default=1, metavar="N",
+                   help="target sessions per channel (default 1): consecutive row transactions run on N sessions "
+                        "at once and commit in the source's order, each with its position (like MariaDB's "
+                        "slave_parallel_threads=N, optimistic); statements and DDL run alone")
+    p.add_argument("--parallel-min-bytes", type=int, default=1024, metavar="B",
+                   help="with --parallel-apply: row transactions with less rows data than B bytes (default 1024) "
+                        "stay on one session, which sends up to 64 of them per round trip")
+    p.add_argument("--row-apply", default="binlog", choices=["binlog", "sql"],
+                   help="row events on a MariaDB target: 'binlog' (default) sends them unchanged in BINLOG "
+                        "statements, applied by the target itself (needs SUPER or BINLOG REPLAY); 'sql' decodes "
+                        "them into INSERT/UPDATE/DELETE (always so on MySQL targets)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     of = p.add_argument_group("option files (MariaDB's my.cnf conventions; first on the command line)",
                               "The [binlogd-apply] group's options (names without --) go before the command "
@@ -132,9 +143,15 @@ def config_from_args(args: argparse.Namespace) -> ApplierConfig:
         raise ConfigError("--metrics-address without --metrics-port: there is no metrics port to bind")
     if args.admin_users is not None and args.admin_port is None:
         raise ConfigError("--admin-users without --admin-port: there is no admin port to log in to")
+    if not 1 <= args.parallel_apply <= 64:
+        raise ConfigError("--parallel-apply must be in 1..64")
+    if args.parallel_min_bytes < 0:
+        raise ConfigError("--parallel-min-bytes must be 0 or more")
     return ApplierConfig(target, channels, filters, parse_skip_mode(args.replicate_events_marked_for_skip),
                          args.admin_port, args.admin_bind, args.server_id, args.admin_users, args.metrics_port,
-                         args.metrics_address or "127.0.0.1")
+                         args.metrics_address or "127.0.0.1",
+                         parallel_apply=args.parallel_apply, parallel_min_bytes=args.parallel_min_bytes,
+                         row_apply=args.row_apply)
 
 
 def _ordered_filter_options(argv: Sequence[str]) -> list[str]:

@@ -86,6 +86,9 @@ class ApplierConfig:
     admin_users: Path | None = None  # --admin-users: the admin port's accounts (protocol/accounts.py format)
     metrics_port: int | None = None  # --metrics-port: Prometheus text (applier/metrics.py)
     metrics_address: str = "127.0.0.1"
+    parallel_apply: int = 1  # --parallel-apply: target sessions per channel (applier/parallel.py)
+    parallel_min_bytes: int = 1024  # --parallel-min-bytes: smaller row transactions stay on one session
+    row_apply: str = "binlog"  # --row-apply: row events as BINLOG statements (MariaDB targets) or as SQL
 
 
 def parse_endpoint(url: str, what: str = "URL", params: dict[str, str] | None = None) -> Endpoint:

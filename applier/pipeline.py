@@ -70,28 +70,30 @@ class Pipeline:
         self.clear()
         i = 0
         failed: Exception | None = None
-        with conn.cursor() as cur:
-            try:
-                cur.execute(b";".join(item[0] for item in items))
-                while True:
-                    _, check, _, done = items[i]
-                    if check is not None and failed is None:
-                        try:
-                            check(cur.rowcount)
-                        except Exception as e:  # raised below, once the remaining results are read
-                            failed = e
-                    if done is not None and failed is None:
-                        done()
-                    i += 1
-                    if i == len(items) or not cur.nextset():
-                        break
-                if failed is not None:
-                    raise failed
-            except pymysql.MySQLError as e:
-                if failed is not None:  # the first failure is the group's error
-                    raise failed from None
-                code = error_code(e)
-                fail = items[i][2] if i < len(items) else None
-                if fail is None or code in CONNECTION_LOST or code in RETRYABLE:
-                    raise
-                raise fail(code, error_message(e)) from None
+        try:
+            # one result per statement, read by count: MariaDB's OK of a BINLOG statement lacks the
+            # SERVER_MORE_RESULTS_EXISTS flag although the statements behind it run (cursor.nextset would stop)
+            affected = conn.query(b";".join(item[0] for item in items))
+            while True:
+                _, check, _, done = items[i]
+                if check is not None and failed is None:
+                    try:
+                        check(affected)
+                    except Exception as e:  # raised below, once the remaining results are read
+                        failed = e
+                if done is not None and failed is None:
+                    done()
+                i += 1
+                if i == len(items):
+                    break
+                affected = conn.next_result()
+            if failed is not None:
+                raise failed
+        except pymysql.MySQLError as e:
+            if failed is not None:  # the first failure is the group's error
+                raise failed from None
+            code = error_code(e)
+            fail = items[i][2] if i < len(items) else None
+            if fail is None or code in CONNECTION_LOST or code in RETRYABLE:
+                raise
+            raise fail(code, error_message(e)) from None

@@ -9,13 +9,14 @@ For every `B:N` of `--sizes` (B rows per source transaction, N rows inserted):
 1. A real MariaDB primary (ROW format) writes a binlog: N rows inserted in transactions of B rows (B=1: a
    `FOR` loop of autocommit INSERTs, else `INSERT ... SELECT FROM seq`), then N/10 rows updated and N/20
    deleted, also B rows per transaction (every changed row is one row image: "rows" = N + N/10 + N/20).
-2. Each repetition starts three fresh servers one after the other and times each:
+2. Each repetition starts four fresh servers one after the other and times each:
    * `replica p0`: a real replica (`slave_parallel_threads=0`), CHANGE MASTER ... MASTER_USE_GTID=slave_pos; the
      clock runs from START SLAVE until SHOW SLAVE STATUS says everything is read and executed;
    * `replica p4`: the same with `slave_parallel_threads=4, slave_parallel_mode=optimistic`;
    * `binlogd-apply`: a fresh target and `binlogd-apply --channel =<primary> --no-start --admin-port P`; as for
      the replicas the clock runs from START SLAVE (sent to the admin port once it answers: Python start-up is not
-     timed, as mariadbd's is not) until binlogd_apply.channel_position holds the primary's end position.
+     timed, as mariadbd's is not) until binlogd_apply.channel_position holds the primary's end position;
+   * `binlogd-apply p4`: the same with `--parallel-apply=4` (four target sessions, commits in order).
    Every copy's tables must equal the first replica's (CHECKSUM TABLE), else the benchmark exits 1.
 3. Medians of the repetitions: rows/s and the ratio binlogd-apply / replica; the binlogd-apply process's CPU
    (user+sys from START SLAVE to the end) per row change, the figure least disturbed by other work on the machine;
@@ -50,7 +51,8 @@ from benchmarks import REPO_ROOT
 from binlogd.testing import HarnessError, MariaDB, free_port
 
 console = Console()
-KINDS = ("replica p0", "replica p4", "binlogd-apply")
+KINDS = ("replica p0", "replica p4", "binlogd-apply", "binlogd-apply p4")
+APPLIERS = {"binlogd-apply": (), "binlogd-apply p4": ("--parallel-apply=4",)}
 REPLICA_ARGS = {"replica p0": ("--slave-parallel-threads=0",),
                 "replica p4": ("--slave-parallel-threads=4", "--slave-parallel-mode=optimistic")}
 
@@ -95,7 +97,9 @@ class Bench:
         self.servers: list[MariaDB] = []
         self.proc: subprocess.Popen[bytes] | None = None
         self.cpu: list[float] = []  # user+sys seconds of each binlogd-apply process from START SLAVE to the end
+        self.kind = ""
         self.count = 0
+        self.cpu_by_kind: dict[str, list[float]] = {}
 
     def start(self, name: str, sid: int, *extra: str) -> MariaDB:
         self.count += 1
@@ -126,8 +130,8 @@ class Bench:
         finally:
             self.drop(replica)
 
-    def applier(self, primary: MariaDB, end: tuple[str, int], profile: Path | None = None
-                ) -> tuple[float, dict[str, int | None]]:
+    def applier(self, primary: MariaDB, end: tuple[str, int], profile: Path | None = None,
+                extra: tuple[str, ...] = ()) -> tuple[float, dict[str, int | None]]:
         target = self.start("target", 3)
         log_path = self.base / "applier.log"
         prefix = [sys.executable, "-m", "benchmarks.apply_rows", "--profiled-applier", str(profile)] if profile \
@@ -138,7 +142,7 @@ class Bench:
                 self.proc = subprocess.Popen(
                     [*prefix, f"--target=mysql://root@127.0.0.1:{target.port}",
                      f"--channel==mysql://root@127.0.0.1:{primary.port}", "--log-level=WARNING", "--no-start",
-                     f"--admin-port={admin}"],
+                     f"--admin-port={admin}", *extra],
                     cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
             conn = None
             while conn is None:
@@ -148,21 +152,31 @@ class Bench:
                     if self.proc.poll() is not None:
                         raise RuntimeError("binlogd-apply exited: " + log_path.read_text()[-2000:]) from None
                     time.sleep(0.05)
+            log_start = log_path.stat().st_size
             cpu0 = _cpu_seconds(self.proc.pid)
             t0 = time.monotonic()
             with conn.cursor() as cur:
                 cur.execute("START SLAVE")
             conn.close()
             while True:
-                rows = target.query("SELECT log_file, log_pos FROM binlogd_apply.channel_position "
-                                    "WHERE channel=''") if target.query("SHOW DATABASES LIKE 'binlogd_apply'") else []
+                try:  # the applier creates its schema on its first connection: database first, then table
+                    rows = target.query("SELECT log_file, log_pos FROM binlogd_apply.channel_position "
+                                        "WHERE channel=''")
+                except pymysql.MySQLError:
+                    rows = []
                 if rows and (str(rows[0][0]), int(rows[0][1])) == end:
                     break
                 if self.proc.poll() is not None:
                     raise RuntimeError("binlogd-apply exited: " + log_path.read_text()[-2000:])
+                with open(log_path, "rb") as f:  # a channel that stopped never reaches the end: say why
+                    f.seek(log_start)
+                    new = f.read().decode(errors="replace")
+                if "replication stopped" in new or "internal error" in new:
+                    raise RuntimeError("binlogd-apply stopped: " + new[-2000:])
                 time.sleep(0.02)
             seconds = time.monotonic() - t0
             self.cpu.append(_cpu_seconds(self.proc.pid) - cpu0)
+            self.cpu_by_kind.setdefault(self.kind, []).append(self.cpu[-1])
             self.stop_applier()
             return seconds, target.table_checksums(["bench"])
         finally:
@@ -248,12 +262,14 @@ def main() -> int:
                 end = primary.master_status()
             runs: dict[str, list[float]] = {k: [] for k in kinds}
             bench.cpu = []
+            bench.cpu_by_kind = {}
             reference: dict[str, int | None] | None = None
             for rep in range(args.repeat):
                 for kind in kinds:
                     with console.status(f"batch {batch}: {kind}, run {rep + 1}/{args.repeat}"):
-                        if kind == "binlogd-apply":
-                            secs, sums = bench.applier(primary, end)
+                        if kind in APPLIERS:
+                            bench.kind = kind
+                            secs, sums = bench.applier(primary, end, extra=APPLIERS[kind])
                         else:
                             secs, sums = bench.replica(kind, primary, end)
                     reference = reference or sums
@@ -271,20 +287,24 @@ def main() -> int:
             results.append({"batch": batch, "rows": total, "runs_seconds": runs,
                             "median_rows_per_s": {k: total / s for k, s in median.items()},
                             "applier_cpu_seconds": bench.cpu,
-                            "applier_cpu_us_per_row": statistics.median(bench.cpu) / total * 1e6 if bench.cpu else None,
+                            "applier_cpu_us_per_row": {k: statistics.median(v) / total * 1e6
+                                                       for k, v in bench.cpu_by_kind.items()},
                             "load_before": load_before, "load_after": _load()})
 
         table = Table(title=f"row changes applied per second (median of {args.repeat})")
-        for col in ("rows/txn", "row changes", *kinds, "apply ÷ p0", "apply ÷ p4", "apply CPU µs/row",
-                    "load before→after"):
+        appliers = [k for k in kinds if k in APPLIERS]
+        ratio_cols = [(a, k) for a in appliers for k in ("replica p0", "replica p4") if k in kinds]
+        for col in ("rows/txn", "row changes", *kinds, *(f"{a.replace('binlogd-', '')} ÷ {k.replace('replica ', '')}"
+                                                         for a, k in ratio_cols),
+                    *(f"{a.replace('binlogd-', '')} CPU µs/row" for a in appliers), "load before→after"):
             table.add_column(col, justify="right")
         for r in results:
             rps: dict[str, float] = r["median_rows_per_s"]  # type: ignore[assignment]
-            ratios = [f"{rps['binlogd-apply'] / rps[k]:.2f}x" if "binlogd-apply" in rps and k in rps else "-"
-                      for k in ("replica p0", "replica p4")]
-            cpu = r["applier_cpu_us_per_row"]
-            table.add_row(str(r["batch"]), f"{r['rows']:,}", *(f"{rps[k]:,.0f}" for k in kinds), *ratios,
-                          "-" if cpu is None else f"{cpu:.0f}", f"{r['load_before']}→{r['load_after']}")
+            cpu: dict[str, float] = r["applier_cpu_us_per_row"]  # type: ignore[assignment]
+            table.add_row(str(r["batch"]), f"{r['rows']:,}", *(f"{rps[k]:,.0f}" for k in kinds),
+                          *(f"{rps[a] / rps[k]:.2f}x" for a, k in ratio_cols),
+                          *(f"{cpu[a]:.0f}" if a in cpu else "-" for a in appliers),
+                          f"{r['load_before']}→{r['load_after']}")
         console.print(table)
         console.print(f"identical tables everywhere: {same}")
         out = REPO_ROOT / "benchmarks" / "results" / f"apply_rows-{dt.datetime.now():%Y%m%d-%H%M%S}.json"

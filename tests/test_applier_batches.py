@@ -29,7 +29,7 @@ import pytest
 
 from tests.harness import MariaDB
 from tests.harness.applier import ApplierProc
-from tests.test_applier import wait_applied
+from tests.test_applier import stored_position, wait_applied
 
 STRICT = ("--log-bin=mysql-bin", "--binlog-format=ROW", "--gtid-strict-mode=ON")
 
@@ -89,10 +89,13 @@ def test_strict_mode_replica_of_the_target_keeps_replicating(mariadb: Any, appli
     assert shown.returncode == 0 and "out of order" not in shown.stderr, shown.stderr[-2000:]
 
 
-def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any) -> None:
+@pytest.mark.parametrize("parallel", [1, 4], ids=["serial", "parallel4"])
+def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any, parallel: int) -> None:
     """kill -9 of the applier again and again while the primary commits small transactions (the worker takes them
-    in batches of many groups per round trip): the target ends equal to a real replica, no transaction applied
-    twice (a counter row is incremented by each one), and a strict-mode replica of the target never stops."""
+    in batches of many groups per round trip; with --parallel-apply=4 on four target sessions committing in
+    order, every transaction touching the one counter row): the target ends equal to a real replica, no
+    transaction applied twice (a counter row is incremented by each one), and a strict-mode replica of the target
+    never stops."""
     primary = mariadb("primary", 1, *STRICT)
     replica = mariadb("replica", 2)
     replica.change_master(primary.host, primary.port, use_gtid="slave_pos")
@@ -103,7 +106,7 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any) ->
     downstream.start_slave()
     primary.execute("CREATE DATABASE d1; CREATE TABLE d1.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB;"
                     " CREATE TABLE d1.c (k INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;"
-                    " INSERT INTO d1.c VALUES (1, 0)")
+                    " INSERT INTO d1.c SELECT seq, 0 FROM test.seq_0_to_7")
     stop = threading.Event()
     written = [0]
 
@@ -114,11 +117,11 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any) ->
                 while not stop.is_set():
                     i = written[0] + 1
                     cur.execute(f"INSERT INTO d1.t VALUES ({i}, 'v{i}')")
-                    cur.execute("UPDATE d1.c SET n = n + 1 WHERE k = 1")
+                    cur.execute(f"UPDATE d1.c SET n = n + 1 WHERE k = {i % 8}")  # neighbours rarely conflict
                     if i % 7 == 0:  # a transaction of two statements, an UPDATE and a DELETE
                         cur.execute("BEGIN")
                         cur.execute(f"DELETE FROM d1.t WHERE id = {i - 3}")
-                        cur.execute("UPDATE d1.c SET n = n + 1")
+                        cur.execute("UPDATE d1.c SET n = n + 1")  # conflicts with every other transaction
                         cur.execute("COMMIT")
                     written[0] = i
         finally:
@@ -126,16 +129,22 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any) ->
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
-    channel = f"--channel==mysql://root@127.0.0.1:{primary.port}"
+    channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}", f"--parallel-apply={parallel}",
+               "--parallel-min-bytes=0")  # one-row transactions too
     rng = random.Random(20)
-    kills = 0
+    kills = moved = 0
     try:
         for _ in range(8):
-            proc = applier(target, channel)
-            time.sleep(rng.uniform(0.4, 1.2))
+            proc = applier(target, *channel)
+            before = stored_position(target)
+            deadline = time.monotonic() + 60
+            while "replicating from" not in proc.log() and proc.alive and time.monotonic() < deadline:
+                time.sleep(0.05)  # killed while applying, not while Python starts
+            time.sleep(rng.uniform(0.2, 0.8))
             assert proc.alive, proc.log()[-3000:]
             proc.kill9()
             kills += 1
+            moved += stored_position(target) != before
             status = downstream.slave_status()
             assert status["Last_SQL_Errno"] == 0 and status["Last_IO_Errno"] == 0, status
     finally:
@@ -143,16 +152,18 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any) ->
         writer.join(30)
     assert written[0] > 200  # the load really ran
     want = primary.master_status()
-    proc = applier(target, channel)
+    proc = applier(target, *channel)
     replica.wait_slave_pos(*want, timeout=120)
     wait_applied(target, proc, want, timeout=120)
     downstream.wait_slave_pos(*target.master_status(), timeout=120)
-    assert kills == 8
+    assert kills == 8 and moved >= 4, moved  # most kills hit an applier that was applying
     expected = replica.table_checksums(["d1"])
     assert target.table_checksums(["d1"]) == expected == primary.table_checksums(["d1"])
     assert downstream.table_checksums(["d1"]) == expected
-    assert target.query("SELECT n FROM d1.c") == primary.query("SELECT n FROM d1.c")  # nothing applied twice
+    assert target.query("SELECT k, n FROM d1.c ORDER BY k") == primary.query("SELECT k, n FROM d1.c ORDER BY k")
     assert "Traceback" not in proc.log()
+    logs = "".join(p.read_text() for p in proc.log_path.parent.glob("applier-*.log"))
+    assert ("parallel apply on 4 target sessions" in logs) == (parallel == 4)
 
 
 def _event_end(primary: MariaDB, start: int, end: int, kind: str) -> int:
@@ -173,7 +184,10 @@ def _wait_error(proc: Any, timeout: float = 60.0) -> str:
     raise AssertionError("no apply error logged:\n" + proc.log()[-3000:])
 
 
-def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any) -> None:
+@pytest.mark.parametrize("parallel", [1, 4], ids=["serial", "parallel4"])
+def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any, parallel: int) -> None:
+    """A duplicate key, then a missing row, in the middle of a backlog: the channel stops exactly at that group
+    with MariaDB's texts, also when the groups run on four target sessions (the serial path takes over)."""
     primary = mariadb.primary()
     target = mariadb("target", 3)
     ddl = "CREATE DATABASE IF NOT EXISTS d1; CREATE TABLE IF NOT EXISTS d1.t (id INT PRIMARY KEY, v INT)"
@@ -184,8 +198,9 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any) -> None:
         primary.query(f"INSERT INTO d1.t VALUES ({i}, 0)")
         after[i] = primary.master_status()[1]
     target.query("INSERT INTO d1.t VALUES (150, -1)")  # group 150 will hit a duplicate key
-    channel = f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no"
-    proc = applier(target, channel)
+    channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no", f"--parallel-apply={parallel}",
+               "--parallel-min-bytes=0")
+    proc = applier(target, *channel)
     got = _wait_error(proc)
     write_end = _event_end(primary, after[149], after[150], "Write_rows_v1")
     assert got == (f"mysql-bin.000001:{after[149]}: Could not execute Write_rows_v1 event on table d1.t; Duplicate "
@@ -193,6 +208,7 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any) -> None:
                    f"event's master log mysql-bin.000001, end_log_pos {write_end} (1062)")
     assert target.query("SELECT log_pos FROM binlogd_apply.channel_position") == [(after[149],)]
     assert target.query("SELECT COUNT(*), MAX(id) FROM d1.t WHERE id <> 150") == [(149, 149)]
+    assert ("parallel apply on 4 target sessions" in proc.log()) == (parallel == 4)
     proc.stop()
 
     # the same for a row-count check (an UPDATE that finds no row) in the middle of a batch of updates
@@ -200,7 +216,7 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any) -> None:
     for i in range(1, 101):
         primary.query(f"UPDATE d1.t SET v = {i} WHERE id = {i}")
         after[300 + i] = primary.master_status()[1]
-    proc = applier(target, channel)
+    proc = applier(target, *channel)
     got = _wait_error(proc)
     update_end = _event_end(primary, after[359], after[360], "Update_rows_v1")
     assert got == (f"mysql-bin.000001:{after[359]}: Could not execute Update_rows_v1 event on table d1.t; Can't find "

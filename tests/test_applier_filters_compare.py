@@ -81,6 +81,11 @@ def workload(i: int) -> list[str]:
         f"UPDATE {b}.t2 SET v = 'flagged statement' WHERE id = 3",
         f"INSERT INTO shared.s{i} VALUES (10,'flagged')",
         "SET skip_replication=0",
+        # a run of one-row transactions in ROW format on tables of two databases: --parallel-apply spreads them
+        "F:ROW", f"@{a}",
+        *(f"INSERT INTO t1 VALUES ({20 + k},'run',{k})" for k in range(4)),
+        *(f"INSERT INTO {b}.t2 VALUES ({20 + k},'run')" for k in range(4)),
+        "UPDATE t1 SET n = n + 1 WHERE id = 21", f"DELETE FROM {b}.t2 WHERE id = 20",
         # the last transaction is unflagged, so both replicas' positions end at the primary's end
         "F:ROW", f"@{a}", "INSERT INTO t1 VALUES (99,'last',99)",
     ]
@@ -275,13 +280,14 @@ def wait_replica(w: World, timeout: float = 60.0) -> dict[str, dict]:
 
 
 @contextlib.contextmanager
-def run_applier(w: World, cfg: Config) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+def run_applier(w: World, cfg: Config, parallel: int = 1) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
     admin_port = free_port()
-    log_path = w.log_dir / f"apply-{cfg.name}.log"
+    log_path = w.log_dir / f"apply-{cfg.name}-p{parallel}.log"
     args = ["--target", f"mysql://root@{HOST}:{w.target.port}",
             *[a for chan, prim in w.p.items() for a in ("--channel", f"{chan}=mysql://root@{HOST}:{prim.port}")],
             *[f"--{ftype.option}={raw}" for ftype, raw in cfg.options],
-            f"--replicate-events-marked-for-skip={cfg.skip_mode}", "--admin-port", str(admin_port)]
+            f"--replicate-events-marked-for-skip={cfg.skip_mode}", "--admin-port", str(admin_port),
+            f"--parallel-apply={parallel}", "--parallel-min-bytes=0"]
     with running_applier(args, log_path) as p:
         assert p.proc is not None
         yield p.proc, admin_port, log_path
@@ -323,8 +329,9 @@ FILTER_COLUMNS = [t.status_column for t in FilterType]
 GROUP_COUNTERS = ("Slave_DDL_Groups", "Slave_Non_Transactional_Groups", "Slave_Transactional_Groups")
 
 
+@pytest.mark.parametrize("parallel", [1, 4], ids=["serial", "parallel4"])  # --parallel-apply
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[c.name for c in CONFIGS])
-def test_same_tables_as_a_real_multi_source_replica(world: World, cfg: Config) -> None:
+def test_same_tables_as_a_real_multi_source_replica(world: World, cfg: Config, parallel: int) -> None:
     w = world
     configure_replica(w, cfg)
     real_status = wait_replica(w)
@@ -332,7 +339,7 @@ def test_same_tables_as_a_real_multi_source_replica(world: World, cfg: Config) -
     _drop_user_dbs(w.target, also=("binlogd_apply",))
     _base_schema(w.target, cfg.extra_dbs, log_bin=True)
     t0 = time.monotonic()
-    with run_applier(w, cfg) as (proc, admin_port, log_path):
+    with run_applier(w, cfg, parallel) as (proc, admin_port, log_path):
         wait_until(lambda: _admin_up(admin_port, proc), 20, 0.05, "the admin port")
         wait_applier(w, proc, admin_port, log_path)
         ours = all_slaves_status(lambda: admin_connect(admin_port))
@@ -357,6 +364,7 @@ def test_same_tables_as_a_real_multi_source_replica(world: World, cfg: Config) -
     assert our_sums == real_sums, {k: (real_sums.get(k), our_sums.get(k)) for k in set(real_sums) | set(our_sums)
                                    if real_sums.get(k) != our_sums.get(k)}
     print(f"{cfg.name}: {len(real_sums)} tables identical; applier caught up in {elapsed:.1f} s")
+    assert ("parallel apply on 4 target sessions" in log_path.read_text()) == (parallel == 4)
 
 
 def rule_sets(status: dict) -> dict[str, frozenset[str]]:
