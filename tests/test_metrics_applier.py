@@ -42,7 +42,8 @@ def test_channel_metrics_match_the_admin_port(mariadb, harness_dir):
     file, end = primary.master_status()
     mport, aport = free_port(), free_port()
     args = ["--target", f"mysql://root@{HOST}:{target.port}", "--channel", f"c1=mysql://root@{HOST}:{primary.port}",
-            "--replicate-ignore-db=drop_me", "--admin-port", str(aport), "--metrics-port", str(mport)]
+            "--replicate-ignore-db=drop_me", "--admin-port", str(aport), "--metrics-port", str(mport),
+            "--row-apply=sql"]  # rows decoded and counted (BINLOG statements carry rows the target counts itself)
     with running_applier(args, harness_dir / "apply.log") as proc:
         def applied() -> dict[str, Any] | None:
             assert proc.alive, proc.log()
