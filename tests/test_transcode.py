@@ -388,3 +388,20 @@ def test_live_non_aware_client_resumes_where_it_saw(binlogd) -> None:
         again = _dump(server, NON_AWARE, pos, file)
         assert again.end == "EOF", (file, pos, again.error)
         assert [e for e in again.events if e[4] not in (4, 15, 27)] == after, (file, pos)
+
+
+@pytest.mark.parametrize("session,text", [
+    (["SET @rpl_semi_sync_slave=1"], "does not transcode checksums for a semi-sync replica"),
+    (["SET @binlogd_replicate_rewrite_db='db1->db9'"], "does not transcode checksums for a replica with "
+                                                       "replicate-rewrite-db"),
+])
+def test_transcoding_refused_where_the_stage_cannot_rewrite(binlogd, twins, session: list[str], text: str) -> None:
+    """The stage rewrites plain event packets of the file's lengths: a non-aware client that also asked for semi-sync
+    headers or a database rename gets a clear 1236 before any event (not a misframed stream); the same client that
+    says it reads CRC32 is served."""
+    a = binlogd.serve(twins[0])
+    cap = _dump(a, session)
+    assert cap.error is not None and cap.error[0] == 1236 and text in cap.error[1], cap.error
+    assert len(cap.packets) == 1
+    served = _dump(a, ["SET @master_binlog_checksum='CRC32'", *session])
+    assert served.end == "EOF", served.error
