@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import pymysql
+from binlogd.applier.results import read_result, send_query
 
 ER_LOCK_DEADLOCK: Final = 1213
 ER_LOCK_WAIT_TIMEOUT: Final = 1205
@@ -73,7 +74,8 @@ class Pipeline:
         try:
             # one result per statement, read by count: MariaDB's OK of a BINLOG statement lacks the
             # SERVER_MORE_RESULTS_EXISTS flag although the statements behind it run (cursor.nextset would stop)
-            affected = conn.query(b";".join(item[0] for item in items))
+            send_query(conn, b";".join(item[0] for item in items))
+            affected = read_result(conn)
             while True:
                 _, check, _, done = items[i]
                 if check is not None and failed is None:
@@ -86,7 +88,7 @@ class Pipeline:
                 i += 1
                 if i == len(items):
                     break
-                affected = conn.next_result()
+                affected = read_result(conn)
             if failed is not None:
                 raise failed
         except pymysql.MySQLError as e:
