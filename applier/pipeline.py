@@ -7,7 +7,7 @@ A *client-side* check (an UPDATE ... LIMIT 1 must find its row, as the SQL threa
 is only known after the server has run the statements behind it: whoever queues a COMMIT must run the checked
 statements first (`checked`).
 
-Names: `Pipeline` (`add`, `run`, `clear`, `checked`, `size`), `CONNECTION_LOST`, `RETRYABLE`.
+Names: `Pipeline` (`add`, `chain`, `run`, `clear`, `checked`, `size`), `CONNECTION_LOST`, `RETRYABLE`.
 """
 
 from __future__ import annotations
@@ -55,6 +55,16 @@ class Pipeline:
         self._items.append((data, check, fail, done))
         self.size += len(data) + 1
         self.checked = self.checked or check is not None
+
+    def chain(self) -> bool:
+        """Turn a COMMIT queued last into `COMMIT AND CHAIN` (the next transaction starts with it: no BEGIN of
+        its own, one statement less per transaction). False when the last statement queued is not a COMMIT."""
+        if not self._items or self._items[-1][0] != b"COMMIT":
+            return False
+        _, check, fail, done = self._items[-1]
+        self._items[-1] = (b"COMMIT AND CHAIN", check, fail, done)
+        self.size += len(b" AND CHAIN")
+        return True
 
     def clear(self) -> None:
         self._items = []
