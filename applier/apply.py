@@ -398,7 +398,10 @@ class TargetSession:
             self._set_session({"@@session.gtid_seq_no": str(g.gtid.seq_no)})
         self._maps.clear()
         self._pending.clear()
-        self._queue("BEGIN")
+        # back-to-back groups with no SET between them (gtid_seq_no and skip_replication cannot change inside a
+        # transaction): the previous group's COMMIT AND CHAIN opens this one's transaction
+        if not self._pipe.chain():
+            self._queue("BEGIN")
         if self.native and self._native_now and g.fde is not None:
             self._native_events(g)
         else:

@@ -7,7 +7,7 @@ A *client-side* check (an UPDATE ... LIMIT 1 must find its row, as the SQL threa
 is only known after the server has run the statements behind it: whoever queues a COMMIT must run the checked
 statements first (`checked`).
 
-Names: `Pipeline` (`add`, `run`, `clear`, `checked`, `size`), `CONNECTION_LOST`, `RETRYABLE`.
+Names: `Pipeline` (`add`, `chain`, `run`, `clear`, `checked`, `size`), `CONNECTION_LOST`, `RETRYABLE`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import pymysql
+from binlogd.applier.results import read_result, send_query
 
 ER_LOCK_DEADLOCK: Final = 1213
 ER_LOCK_WAIT_TIMEOUT: Final = 1205
@@ -55,6 +56,16 @@ class Pipeline:
         self.size += len(data) + 1
         self.checked = self.checked or check is not None
 
+    def chain(self) -> bool:
+        """Turn a COMMIT queued last into `COMMIT AND CHAIN` (the next transaction starts with it: no BEGIN of
+        its own, one statement less per transaction). False when the last statement queued is not a COMMIT."""
+        if not self._items or self._items[-1][0] != b"COMMIT":
+            return False
+        _, check, fail, done = self._items[-1]
+        self._items[-1] = (b"COMMIT AND CHAIN", check, fail, done)
+        self.size += len(b" AND CHAIN")
+        return True
+
     def clear(self) -> None:
         self._items = []
         self.size = 0
@@ -73,7 +84,8 @@ class Pipeline:
         try:
             # one result per statement, read by count: MariaDB's OK of a BINLOG statement lacks the
             # SERVER_MORE_RESULTS_EXISTS flag although the statements behind it run (cursor.nextset would stop)
-            affected = conn.query(b";".join(item[0] for item in items))
+            send_query(conn, b";".join(item[0] for item in items))
+            affected = read_result(conn)
             while True:
                 _, check, _, done = items[i]
                 if check is not None and failed is None:
@@ -86,7 +98,7 @@ class Pipeline:
                 i += 1
                 if i == len(items):
                     break
-                affected = conn.next_result()
+                affected = read_result(conn)
             if failed is not None:
                 raise failed
         except pymysql.MySQLError as e:
