@@ -7,7 +7,8 @@ every fourth transaction flagged skip_replication) and serves it; binlogd (``--c
 the same files; with ``--binlogd-tree`` a binlogd running another source tree (e.g. ``git archive`` of the commit
 before a change) is measured in the same run. For each server: VmRSS before, the streams each setting gets alone,
 then N dumps at once (settings: capability 4; 4 + skip_replication; 0 + skip; 2 with annotate) with VmRSS/RssAnon
-sampled every 20 ms; growth per connection = (peak - before) / N. Then one reader that reads nothing for
+sampled every 20 ms; growth per connection = (peak - before) / N; the server's CPU seconds (user + system)
+during them (less disturbed by the shared machine's load than wall). Then one reader that reads nothing for
 ``--stall`` seconds while waves of 20 dumps stream: the waves' wall beside it against alone, RSS growth, and
 whether the stalled reader then got its whole stream. Every stream is compared with what the same settings got
 alone and with MariaDB's. Load averages (``uptime``) are printed beside each figure: the machine is shared.
@@ -42,6 +43,12 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU time (a figure the shared machine's load disturbs less than wall)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -52,6 +59,7 @@ class Result:
     per_conn_kib: float
     anon_per_conn_kib: float
     wall: float
+    cpu: float
     same_as_alone: bool
     digests: list[str]
     load: str
@@ -110,7 +118,7 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
     kinds = [i % len(SETTINGS) for i in range(dumps)]
     conns = await _open_sessions(host, port, kinds)
     load = _load()
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), _cpu_seconds(pid)
     peak_anon = base_anon
     with _PeakRss(pid) as rss:
         task = asyncio.gather(*(_stream(c, _dump_cmd(SETTINGS[k][1], 1000 + n))
@@ -119,9 +127,9 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
             peak_anon = max(peak_anon, _status_kib(pid, "RssAnon"))
             await asyncio.sleep(0.02)
         got = await task
-    wall = time.monotonic() - t0
+    wall, cpu = time.monotonic() - t0, _cpu_seconds(pid) - cpu0
     same = all((g.digest, g.end) == (alone[k].digest, alone[k].end) for g, k in zip(got, kinds, strict=True))
-    res = Result(name, (rss.peak - base) / dumps, (peak_anon - base_anon) / dumps, wall, same,
+    res = Result(name, (rss.peak - base) / dumps, (peak_anon - base_anon) / dumps, wall, cpu, same,
                  [a.digest for a in alone], load)
     if stall > 0:
         await _stall(res, host, port, pid, stall, alone[0])
@@ -167,12 +175,12 @@ async def _stall(res: Result, host: str, port: int, pid: int, stall: float, want
 def _table(results: list[Result], dumps: int, stall: float) -> None:
     maria = next((r for r in results if r.server == "mariadb"), None)
     print(f"\n{dumps} concurrent dumps (4 settings mixed), {ROWS} rows of {ROW_BYTES} B:")
-    print(f"{'server':<14}{'KiB/conn RSS':>14}{'RssAnon':>10}{'wall s':>8}{'wall ÷ MariaDB':>16}"
+    print(f"{'server':<14}{'KiB/conn RSS':>14}{'RssAnon':>10}{'wall s':>8}{'wall ÷ MariaDB':>16}{'CPU s':>7}"
           f"{'same as alone':>15}{'load 1/5/15':>16}")
     for r in results:
         ratio = f"{maria.wall / r.wall:.2f}x" if maria else "-"
         print(f"{r.server:<14}{r.per_conn_kib:>14.0f}{r.anon_per_conn_kib:>10.0f}{r.wall:>8.2f}{ratio:>16}"
-              f"{'yes' if r.same_as_alone else 'NO':>15}{r.load:>16}")
+              f"{r.cpu:>7.2f}{'yes' if r.same_as_alone else 'NO':>15}{r.load:>16}")
     if maria:
         for r in results:
             if r is not maria:

@@ -29,7 +29,7 @@ from mysql_mimic.stream import ConnectionClosed, MysqlStream
 from mysql_mimic.types import Capabilities
 
 from .charsets import BINARY_COLLATION, LATIN1_COLLATION, refused_client_charset, usable_collation
-from .constants import ER_ACCESS_DENIED_ERROR, ER_MALFORMED_PACKET
+from .constants import ER_ACCESS_DENIED_ERROR, ER_MALFORMED_PACKET, ER_NET_PACKETS_OUT_OF_ORDER
 from .handshake import ER_HANDSHAKE_ERROR, HandshakeError, check_change_user, parse_handshake_response
 from .packets import err_packet
 from .stmt_errors import (
@@ -103,7 +103,7 @@ class SafeStream:
             length, seq = word & 0xFFFFFF, word >> 24
             expected = next(seqs)
             if seq != expected:
-                raise MysqlError("Got packets out of order", 1156)  # type: ignore[arg-type]
+                raise MysqlError("Got packets out of order", ER_NET_PACKETS_OUT_OF_ORDER)  # type: ignore[arg-type]
             if len(data) + length > self.max_payload:
                 raise MysqlError("Got a packet bigger than 'max_allowed_packet' bytes", 1153)  # type: ignore[arg-type]
             data += await reader.readexactly(length)
@@ -209,7 +209,10 @@ class StrictConnection(Connection):
         except Exception as e:
             log.warning("connection %d from %s: bad handshake: %r", self.connection_id, self.peer_host, e)
             with contextlib.suppress(Exception):
-                await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
+                if isinstance(e, MysqlError) and e.code == ER_NET_PACKETS_OUT_OF_ORDER:
+                    await self._write_out_of_order()
+                else:
+                    await self._write_raw(err_packet(ER_HANDSHAKE_ERROR, "Bad handshake", b"08S01"))
             return
         self._set_read_timeout(self.wait_timeout)
         try:
@@ -416,3 +419,10 @@ class StrictConnection(Connection):
 
     async def _write_raw(self, payload: bytes) -> None:
         await self.stream.write(payload)
+
+    async def _write_out_of_order(self) -> None:
+        """MariaDB answers a handshake response with a wrong sequence id with 1156 in packet 1 (the id the
+        response should have had), whatever id the response came with."""
+        payload = err_packet(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order", b"08S01")
+        self.stream.writer.write(struct.pack("<I", len(payload) | 1 << 24) + payload)
+        await self.stream.writer.drain()

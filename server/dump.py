@@ -691,27 +691,44 @@ class DumpStream:
 
     async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview:
         """What to frame next from `pos` (< `end`, the readable end): a view of the store's shared block holding
-        `pos`, up to the block's end; or, when the event at `pos` crosses that end, this event alone (read for
-        this dump only: the one copy a dump makes, as big as the event)."""
+        `pos`, up to the block's end; or, when the event at `pos` crosses that end, this event alone (the one
+        copy a dump makes, as big as the event: joined from the shared blocks when it ends in the next one, else
+        read for this dump)."""
         b0 = pos - pos % BLOCK
         length = min(BLOCK, end - b0)
-        blk = await self.store.blocks.read((self.store.generation, ino, b0, length), fd, b0, length)
+        blk = await self._block(fd, ino, b0, length)
         off = pos - b0
         avail = len(blk) - off
         if avail >= HEADER_LEN:
             (evlen,) = _LEN.unpack_from(blk, off)
             if evlen <= avail or evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
                 return memoryview(blk)[off:]  # (a bogus length is reported by _process)
-        elif len(blk) < length or b0 + len(blk) >= end:
+            return await self._crossing(fd, ino, pos, end, blk, off, evlen)
+        if len(blk) < length or b0 + len(blk) >= end:
             return memoryview(blk)[max(0, off):]  # the readable bytes end inside this block
-        else:  # the header crosses the block's end
-            hdr = await self._read_at(fd, pos, HEADER_LEN)
-            if len(hdr) < HEADER_LEN:
-                return hdr
-            (evlen,) = _LEN.unpack_from(hdr)
-            if evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
-                return hdr
-        return await self._read_at(fd, pos, min(evlen, end - pos))
+        # the header crosses the block's end
+        hdr = (await self._crossing(fd, ino, pos, end, blk, off, HEADER_LEN))[:HEADER_LEN]
+        if len(hdr) < HEADER_LEN:
+            return hdr
+        (evlen,) = _LEN.unpack_from(hdr)
+        if evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
+            return hdr
+        return await self._crossing(fd, ino, pos, end, blk, off, evlen)
+
+    async def _block(self, fd: int, ino: int, b0: int, length: int) -> bytes:
+        return await self.store.blocks.read((self.store.generation, ino, b0, length), fd, b0, length)
+
+    async def _crossing(self, fd: int, ino: int, pos: int, end: int, blk: bytes, off: int, n: int) -> bytes:
+        """The `n` bytes at `pos` (fewer where the readable end comes first), which start in the shared block
+        `blk` (at `off`) and run past its end: the rest comes from the next shared block when it holds it (no
+        read of this dump's own: 200 dumps crossing each block's end cost no thread hand-off each), else from a
+        read for this dump."""
+        want = min(n, end - pos)
+        b1 = pos - off + len(blk)
+        if len(blk) == BLOCK and b1 < end and want - (len(blk) - off) <= min(BLOCK, end - b1):
+            nxt = await self._block(fd, ino, b1, min(BLOCK, end - b1))
+            return blk[off:] + nxt[:want - (len(blk) - off)]
+        return await self._read_at(fd, pos, want)
 
     async def _frame_chunk(self, ino: int, data: bytes | memoryview, pos: int) -> tuple[int, bytes]:
         """Frame one chunk read at `pos`, or reuse the framing another dump in the same state already made.
