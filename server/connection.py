@@ -396,8 +396,12 @@ class ReplicationConnection(StrictConnection):
                 if not t.done():
                     t.cancel()
             for t in (dump_task, watch_task):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
+                try:
                     await t
+                except asyncio.CancelledError:
+                    pass
+                except Exception:  # (the dump logs its own; this is the watcher's) a bug is logged, never lost
+                    log.exception("%s %s failed with an internal error", label, t.get_name())
             self.primary.end_dump(dump, cmd.server_id)
             if dump.semi is not None:
                 dump.semi.remove_client()
