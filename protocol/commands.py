@@ -94,8 +94,8 @@ def parse_binlog_dump(payload: bytes) -> BinlogDump:
     """
     if not payload or payload[0] != COM_BINLOG_DUMP:
         raise CommandError("not a COM_BINLOG_DUMP packet")
-    if len(payload) < 11:
-        raise CommandError("Malformed COM_BINLOG_DUMP packet")
+    if len(payload) < 11:  # MariaDB reads the missing bytes from past the packet's end: here they read as zeros
+        payload = payload.ljust(11, b"\0")
     pos, flags, server_id = struct.unpack_from("<IHI", payload, 1)
     raw = payload[11:]
     nul = raw.find(b"\0")

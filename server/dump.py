@@ -428,7 +428,8 @@ class DumpStream:
         if not e.suffix:
             return e.message
         start = self.start_file or "."
-        return errors.with_coordinates(e.message, start, self.start_pos, self.file, self.last_event_pos, self.last_byte)
+        return errors.with_coordinates(e.message, start, self.start_pos, self.file or ".", self.last_event_pos,
+                                       self.last_byte)
 
     # --- output ------------------------------------------------------------------------------------------
     def _put_packet(self, payload: bytes) -> None:
@@ -513,6 +514,7 @@ class DumpStream:
             pos = -1 if m is None else m[0]
         if pos < BIN_LOG_HEADER_SIZE or pos > end:
             self.last_event_pos = self.last_byte = BIN_LOG_HEADER_SIZE
+            self.file = p.file  # MariaDB names the file asked for ('.' when none was), not the one it chose
             raise DumpError(errors.IMPOSSIBLE_POSITION)
         return name, pos
 
