@@ -267,6 +267,15 @@ def run_storm(host: str, port: int, packets: int, seconds: float, seed: int, wor
     return total
 
 
+def _first_traceback(log: str) -> str | None:
+    """The log lines around the first traceback (the storm's log is in a temporary directory)."""
+    i = log.find("Traceback")
+    if i < 0:
+        return None
+    start = log.rfind("\n", 0, max(0, log.rfind("\n", 0, i))) + 1
+    return log[start:i + 3000]
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -382,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[mode] = {
                     "packets": stats.packets, "connections": stats.connections, "hangs": stats.hangs,
                     "hang_cases": stats.hang_cases[:10], "tracebacks": log.count("Traceback"),
+                    "first_traceback": _first_traceback(log),
                     "rss_before_mib": round(before, 1), "rss_after_mib": round(after, 1),
                     "seconds": round(elapsed, 1), "dump_identical": dump_ok, "running": server.is_running,
                     "answers": dict(stats.answers.most_common(12)),

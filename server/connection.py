@@ -411,8 +411,8 @@ class ReplicationConnection(StrictConnection):
             for t in (dump_task, watch_task):
                 try:
                     await t
-                except asyncio.CancelledError:
-                    pass
+                except (asyncio.CancelledError, ConnectionError, OSError):
+                    pass  # (a reset from the peer while watching it: the peer is gone, not a bug)
                 except Exception:  # (the dump logs its own; this is the watcher's) a bug is logged, never lost
                     log.exception("%s %s failed with an internal error", label, t.get_name())
             self.primary.end_dump(dump, cmd.server_id)
