@@ -120,6 +120,7 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
 class Fuzzer:
     def __init__(self, host: str, port: int, seed: int, stats: Stats) -> None:
         self.host, self.port, self.rng, self.stats = host, port, random.Random(seed), stats
+        self.sent: list[bytes] = []
 
     def _connect(self) -> socket.socket:
         sock = socket.create_connection((self.host, self.port), timeout=ANSWER_TIMEOUT)
@@ -128,6 +129,7 @@ class Fuzzer:
 
     def _send(self, sock: socket.socket, data: bytes) -> None:
         self.stats.packets += 1
+        self.sent = [*self.sent[-1:], data]  # the last two packets, to name a hang's cause
         try:
             sock.sendall(data)
         except OSError as e:
@@ -143,6 +145,7 @@ class Fuzzer:
 
     def run_connection(self) -> None:
         scenario = self.rng.choices(["pre", "handshake", "session"], weights=[1, 2, 7])[0]
+        self.sent = []
         sock = self._connect()
         label = scenario
         try:
@@ -166,7 +169,8 @@ class Fuzzer:
             pass
         except Hang:
             self.stats.hangs += 1
-            self.stats.hang_cases.append(label)
+            self.stats.hang_cases.append(f"{label} at {time.strftime('%H:%M:%S')} after "
+                                         + " then ".join(p[:80].hex() for p in self.sent))
         finally:
             sock.close()
 
