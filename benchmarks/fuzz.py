@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,6 +120,7 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
 class Fuzzer:
     def __init__(self, host: str, port: int, seed: int, stats: Stats) -> None:
         self.host, self.port, self.rng, self.stats = host, port, random.Random(seed), stats
+        self.sent: list[bytes] = []
 
     def _connect(self) -> socket.socket:
         sock = socket.create_connection((self.host, self.port), timeout=ANSWER_TIMEOUT)
@@ -127,6 +129,7 @@ class Fuzzer:
 
     def _send(self, sock: socket.socket, data: bytes) -> None:
         self.stats.packets += 1
+        self.sent = [*self.sent[-1:], data]  # the last two packets, to name a hang's cause
         try:
             sock.sendall(data)
         except OSError as e:
@@ -142,6 +145,7 @@ class Fuzzer:
 
     def run_connection(self) -> None:
         scenario = self.rng.choices(["pre", "handshake", "session"], weights=[1, 2, 7])[0]
+        self.sent = []
         sock = self._connect()
         label = scenario
         try:
@@ -165,7 +169,8 @@ class Fuzzer:
             pass
         except Hang:
             self.stats.hangs += 1
-            self.stats.hang_cases.append(label)
+            self.stats.hang_cases.append(f"{label} at {time.strftime('%H:%M:%S')} after "
+                                         + " then ".join(p[:80].hex() for p in self.sent))
         finally:
             sock.close()
 
@@ -266,6 +271,15 @@ def run_storm(host: str, port: int, packets: int, seconds: float, seed: int, wor
     return total
 
 
+def _first_traceback(log: str) -> str | None:
+    """The log lines around the first traceback (the storm's log is in a temporary directory)."""
+    i = log.find("Traceback")
+    if i < 0:
+        return None
+    start = log.rfind("\n", 0, max(0, log.rfind("\n", 0, i))) + 1
+    return log[start:i + 3000]
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -299,6 +313,46 @@ def raw_dump_matches(port: int, files: dict[str, Path], out: Path) -> bool:
     return copies == wanted
 
 
+def _wait_port(port: int, alive: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive():
+        with contextlib.suppress(OSError), socket.create_connection((HOST, port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {HOST}:{port}")
+
+
+def fuzz_applier_admin(packets: int, seconds: float, seed: int, workers: int, work: Path) -> dict[str, object]:
+    """The storm against binlogd-apply's admin port (its channel never started, its target unreachable: the port
+    answers on its own); afterwards SHOW ALL SLAVES STATUS must still answer."""
+    from binlogd.testing.mariadb import free_port
+    from tests.harness.applier import running_applier
+
+    port = free_port()
+    args = ["--target=mysql://root@127.0.0.1:1", f"--channel==mysql://root@{HOST}:{free_port()}", "--no-start",
+            "--admin-port", str(port)]
+    with running_applier(args, work / "applier.log") as p:
+        assert p.proc is not None
+        _wait_port(port, lambda: p.alive)
+        before = rss_mib(p.proc.pid)
+        t0 = time.monotonic()
+        stats = run_storm(HOST, port, packets, seconds, seed, workers)
+        elapsed = time.monotonic() - t0
+        time.sleep(2.0)
+        after = rss_mib(p.proc.pid)
+        import pymysql
+
+        with pymysql.connect(host=HOST, port=port, user="root", password="", connect_timeout=10) as c, \
+                c.cursor() as cur:
+            cur.execute("SHOW ALL SLAVES STATUS")
+            still_answers = cur.fetchall() is not None
+        log = p.log()
+        return {"packets": stats.packets, "connections": stats.connections, "hangs": stats.hangs,
+                "hang_cases": stats.hang_cases[:10], "tracebacks": log.count("Traceback"),
+                "rss_before_mib": round(before, 1), "rss_after_mib": round(after, 1), "seconds": round(elapsed, 1),
+                "dump_identical": still_answers, "running": p.alive, "answers": dict(stats.answers.most_common(12))}
+
+
 def main(argv: list[str] | None = None) -> int:
     from binlogd.testing import Binlogd
     from tests.oracle_data import ORACLE
@@ -308,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=3600.0)
     ap.add_argument("--seed", type=int, default=19)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--mode", choices=["directory", "standalone"], action="append")
+    ap.add_argument("--mode", choices=["directory", "standalone", "applier-admin"], action="append",
+                    help="repeatable (default: directory and standalone)")
     args = ap.parse_args(argv)
     results = {}
     for mode in args.mode or ["directory", "standalone"]:
@@ -316,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp)
             binlogs = work / "binlogs"
             binlogs.mkdir()
+            if mode == "applier-admin":  # ("dump_identical": the admin port still answers SHOW ALL SLAVES STATUS)
+                results[mode] = fuzz_applier_admin(args.packets, args.seconds, args.seed, args.workers, work)
+                print(json.dumps({mode: results[mode]}, indent=1), flush=True)
+                continue
             if mode == "directory":
                 for name in ("mysql-bin.000001", "mysql-bin.000002"):
                     shutil.copyfile(ORACLE / name, binlogs / name)
@@ -336,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[mode] = {
                     "packets": stats.packets, "connections": stats.connections, "hangs": stats.hangs,
                     "hang_cases": stats.hang_cases[:10], "tracebacks": log.count("Traceback"),
+                    "first_traceback": _first_traceback(log),
                     "rss_before_mib": round(before, 1), "rss_after_mib": round(after, 1),
                     "seconds": round(elapsed, 1), "dump_identical": dump_ok, "running": server.is_running,
                     "answers": dict(stats.answers.most_common(12)),

@@ -50,24 +50,29 @@ def parse_register_slave(payload: bytes) -> RegisterSlave:
     if not payload or payload[0] != COM_REGISTER_SLAVE:
         raise CommandError("not a COM_REGISTER_SLAVE packet")
     end = len(payload)
-    if end < 5:
-        raise CommandError("Wrong parameters to function register_slave")
+    if end < 5:  # MariaDB reads the server_id past the end, then fails on the host's length
+        raise CommandError(_too_long("report-host"))
     (server_id,) = struct.unpack_from("<I", payload, 1)
     p = 5
     strings: list[str] = []
     for what in ("report-host", "report-user", "report-password"):
-        if p >= end:
-            raise CommandError("Wrong parameters to function register_slave")
+        if p >= end:  # (its length byte is read past the end: the string cannot fit)
+            raise CommandError(_too_long(what))
         n = payload[p]
         p += 1
         if p + n > end:
-            raise CommandError(f"Failed to register slave: too long '{what}'")
+            raise CommandError(_too_long(what))
         strings.append(payload[p : p + n].decode("utf-8", "replace"))
         p += n
     if end - p < 10:
         raise CommandError("Wrong parameters to function register_slave")
     port, rank, master_id = struct.unpack_from("<HII", payload, p)
     return RegisterSlave(server_id, strings[0], strings[1], strings[2], port, rank, master_id)
+
+
+def _too_long(what: str) -> str:
+    """MariaDB's get_object text (its password one has a ';', as in sql/repl_failsafe.cc)."""
+    return f"Failed to register slave{';' if what == 'report-password' else ':'} too long '{what}'"
 
 
 def build_register_slave(server_id: int, host: str = "", user: str = "", password: str = "", port: int = 0,
@@ -89,8 +94,8 @@ def parse_binlog_dump(payload: bytes) -> BinlogDump:
     """
     if not payload or payload[0] != COM_BINLOG_DUMP:
         raise CommandError("not a COM_BINLOG_DUMP packet")
-    if len(payload) < 11:
-        raise CommandError("Malformed COM_BINLOG_DUMP packet")
+    if len(payload) < 11:  # MariaDB reads the missing bytes from past the packet's end: here they read as zeros
+        payload = payload.ljust(11, b"\0")
     pos, flags, server_id = struct.unpack_from("<IHI", payload, 1)
     raw = payload[11:]
     nul = raw.find(b"\0")

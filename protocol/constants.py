@@ -213,6 +213,7 @@ MAX_PACKET_PAYLOAD: Final = 0xFFFFFF
 FN_REFLEN: Final = 512
 
 # --- error codes (MariaDB errmsg numbers) ---------------------------------------------------------
+ER_CON_COUNT_ERROR: Final = 1040
 ER_ACCESS_DENIED_ERROR: Final = 1045
 ER_NO_DB_ERROR: Final = 1046
 ER_UNKNOWN_COM_ERROR: Final = 1047

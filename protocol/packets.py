@@ -97,6 +97,12 @@ def err_packet(code: int, message: str, sqlstate: bytes | None = None) -> bytes:
     return struct.pack("<BH", 0xFF, code) + b"#" + state + message.encode("utf-8", "replace")
 
 
+def early_err_packet(code: int, message: str) -> bytes:
+    """ERR sent in place of the greeting: the client's capabilities are not known yet, so MariaDB sends no
+    SQLSTATE marker (net_send_error_packet without CLIENT_PROTOCOL_41)."""
+    return struct.pack("<BH", 0xFF, code) + message.encode("utf-8", "replace")
+
+
 @dataclass(frozen=True, slots=True)
 class ErrPacket:
     code: int

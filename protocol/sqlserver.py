@@ -155,6 +155,7 @@ class StrictConnection(Connection):
 
     require_secure_transport = False  # set by the server: a clear-text login is refused with 1045, as MariaDB does
     tls_handshake_timeout = 10.0  # seconds; a client that stalls in its TLS hello costs only its own connection
+    _login_refusal: bytes | None = None
     connect_timeout = 10.0  # MariaDB's: a peer that does not log in within it is dropped silently
     wait_timeout = 28800.0  # MariaDB's default: an authenticated client idle for longer is dropped silently
 
@@ -285,6 +286,7 @@ class StrictConnection(Connection):
         self.client_plugin_name = response.client_plugin
         self.client_connect_attrs = response.connect_attrs
         self.session.variables.set("external_user", response.username, force=True)
+        refusal = self._login_refusal = self.login_refusal(response.username)
         await self.authenticate(
             auth_state=auth_state, server_plugin=plugin, username=response.username,
             client_plugin_name=response.client_plugin, auth_response=response.auth_response,
@@ -292,6 +294,17 @@ class StrictConnection(Connection):
         self.stream.reset_seq()
         if self.session.username is None:
             raise AuthFailed("access denied")
+        if refusal is not None:
+            raise AuthFailed(f"user {response.username!r} refused after authentication: too many connections")
+
+    def login_refusal(self, username: str) -> bytes | None:
+        """The ERR a correct login gets instead of its OK (MariaDB checks max_connections after the password)."""
+        return None
+
+    def ok(self, **kwargs: Any) -> bytes:
+        """mimic's OK, except the login's when `login_refusal` gave an ERR for it (the packet takes its place)."""
+        refusal, self._login_refusal = self._login_refusal, None
+        return refusal if refusal is not None else super().ok(**kwargs)
 
     async def handle_change_user(self, data: bytes) -> None:
         try:

@@ -12,9 +12,9 @@ from pathlib import Path
 from ssl import SSLContext
 from typing import TYPE_CHECKING, Any
 
-from binlogd.protocol.constants import ER_UNKNOWN_ERROR
+from binlogd.protocol.constants import ER_CON_COUNT_ERROR, ER_UNKNOWN_ERROR
 from binlogd.protocol.decision import Compat
-from binlogd.protocol.packets import err_packet
+from binlogd.protocol.packets import early_err_packet, err_packet
 from binlogd.protocol.sqlserver import SafeStream
 from mysql_mimic.server import MysqlServer
 
@@ -48,7 +48,7 @@ class ServeConfig:
     compat: Compat = Compat.BINLOGD
     basename: str | None = None
     gtid_domain_id: int = 0
-    max_connections: int = 1000
+    max_connections: int = 151  # MariaDB's name and default (--max-connections)
     ledger_dir: Path | None = None  # the audit ledger (docs/ledger.md); None: off
     ledger_max_size: int = DEFAULT_MAX_SIZE
     upstream: UpstreamConfig | None = None  # relay mode: binlog_dir is the datadir the relay writes
@@ -111,8 +111,8 @@ class BinlogdServer(MysqlServer):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         stream = SafeStream(reader, writer)
-        if len(self.connections) >= self.max_connections:
-            await stream.write(err_packet(1040, "Too many connections"))
+        if len(self.connections) > self.max_connections:  # MariaDB: before the greeting, no SQLSTATE
+            await stream.write(early_err_packet(ER_CON_COUNT_ERROR, "Too many connections"))
             writer.close()
             return
         self._next_id += 1
@@ -129,6 +129,7 @@ class BinlogdServer(MysqlServer):
         conn.primary = self.primary
         conn.faults = self.faults
         conn.connection_id = cid
+        conn.over_limit = len(self.connections) >= self.max_connections  # MariaDB's one extra, for an admin
         self.connections[cid] = conn
         try:
             await conn.start()
@@ -264,6 +265,7 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
                ready: asyncio.Event | None, tls: SSLContext | None, metrics_socks: list[socket.socket]) -> None:
     primary = Primary(store, cfg.server_id, cfg.compat, cfg.gtid_domain_id)
     primary.replica_filters = cfg.replica_filters
+    primary.max_connections = cfg.max_connections  # @@max_connections
     if standalone is not None:
         primary.standalone, standalone.server = standalone, primary
         primary.max_binlog_size = cfg.max_binlog_size  # @@max_binlog_size

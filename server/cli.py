@@ -92,6 +92,13 @@ def _positive(v: str) -> int:
     return n
 
 
+def _max_connections(v: str) -> int:
+    n = int(v)
+    if not 10 <= n <= 100000:
+        raise argparse.ArgumentTypeError("must be between 10 and 100000 (MariaDB's max_connections range)")
+    return n
+
+
 def _port(v: str) -> int:
     n = int(v)
     if not 0 <= n <= 65535:
@@ -270,6 +277,9 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                    "(README: table filters)")
     c.add_argument("--log-level", default=argparse.SUPPRESS, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="log verbosity (default INFO)")
+    c.add_argument("--max-connections", type=_max_connections, default=None, metavar="N",
+                   help="client connections at once, 10-100000 (default 151, MariaDB's); one more is kept for an "
+                   "account with ALL privileges; beyond: ERR 1040 Too many connections")
 
     st = s.add_argument_group(
         "standalone mode (the default: neither --upstream nor --binlog-dir)",
@@ -584,7 +594,8 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
                                       else args.rpl_semi_sync_master_timeout),
         binlog_expire_logs_seconds=args.binlog_expire_logs_seconds or 0,
         ledger_retention_seconds=args.ledger_retention_seconds or 0,
-        replica_filters=_replica_filters(args.replica_filter))
+        replica_filters=_replica_filters(args.replica_filter),
+        max_connections=args.max_connections or 151)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from binlogd.protocol.constants import (
     COM_BINLOG_DUMP,
     COM_BINLOG_DUMP_GTID,
     COM_REGISTER_SLAVE,
+    ER_CON_COUNT_ERROR,
     ER_MALFORMED_PACKET,
     ER_UNKNOWN_COM_ERROR,
     ER_UNKNOWN_ERROR,
@@ -292,6 +293,18 @@ class ReplicationConnection(StrictConnection):
         await super().handle_change_user(data)
         self.rsession.grant(self)
 
+    over_limit = False  # the server's connection max_connections + 1: only an account with every privilege stays
+
+    def login_refusal(self, username: str) -> bytes | None:
+        """MariaDB's extra connection is for SUPER / CONNECTION ADMIN (here: an account with ALL privileges)."""
+        if not self.over_limit:
+            return None
+        find = getattr(self.identity_provider, "entry_for", None)
+        entry = find(username, self.peer_host) if find is not None else None
+        if entry is not None and entry.privileges == Priv.ALL:
+            return None
+        return err_packet(ER_CON_COUNT_ERROR, "Too many connections", b"08004")
+
     def _wait_timeout(self) -> float:
         """The session's wait_timeout (SET SESSION wait_timeout), else the server's."""
         value = self.rsession.state.session_sysvars.get("wait_timeout")
@@ -396,8 +409,12 @@ class ReplicationConnection(StrictConnection):
                 if not t.done():
                     t.cancel()
             for t in (dump_task, watch_task):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
+                try:
                     await t
+                except (asyncio.CancelledError, ConnectionError, OSError):
+                    pass  # (a reset from the peer while watching it: the peer is gone, not a bug)
+                except Exception:  # (the dump logs its own; this is the watcher's) a bug is logged, never lost
+                    log.exception("%s %s failed with an internal error", label, t.get_name())
             self.primary.end_dump(dump, cmd.server_id)
             if dump.semi is not None:
                 dump.semi.remove_client()

@@ -59,6 +59,7 @@ from binlogd.protocol.semisync import event_prefix
 from binlogd.protocol.table_filter import TableFilterStream, rename_db
 
 from .fault_writer import FaultStop, FaultWriter
+from .faults import MAX_ERROR_TEXT
 from .gtid_start import (
     GtidSkipper,
     GtidStartError,
@@ -207,6 +208,9 @@ class DumpStream:
         self._kill: tuple[int, str] | None = None
         self._task: asyncio.Task[None] | None = None
         self.cancel_reason = "shutdown"  # what a cancellation means (the connection sets client_gone)
+        # the sequence id the wire stands at between whole packets; None while a write may have sent part of one
+        # (after a bug's exception the replica gets an ERR only where it cannot land inside a packet)
+        self._boundary_seq: int | None = seq
         # audit ledger (docs/ledger.md): records of what was framed, handed over when the bytes are written
         self.ledger = ledger
         self.ledger_info = ledger_info or {}
@@ -276,6 +280,11 @@ class DumpStream:
             st.end_reason = f"connection lost: {e}"
             st.close_reason = "client_gone"
             log.info("%s replica went away: %s", self.label, e)
+        except Exception as e:  # a bug: logged once with its traceback, the replica told when the wire allows it
+            st.end_reason = f"internal error: {type(e).__name__}: {e}"
+            st.close_reason = "error"
+            log.exception("%s dump failed with an internal error", self.label)
+            err = await self._send_internal_error(e)
         finally:
             if self.tc is not None and st.close_reason != "fault":  # (a fault's count is the socket's already)
                 st.bytes_sent = self.tc.written
@@ -398,11 +407,29 @@ class DumpStream:
         with contextlib.suppress(ConnectionError, OSError):
             await self._flush()
 
+    async def _send_internal_error(self, e: Exception) -> tuple[int, str] | None:
+        """ERR 1236 for an unexpected exception, unless a write was cut inside a packet (then the connection just
+        closes): the packets framed but not sent are dropped, the ERR takes the first one's sequence id."""
+        seq = self._boundary_seq
+        if seq is None and self.fault is not None:  # (the fault writer cuts packets itself: it knows where it is)
+            seq = self.fault.wire_seq
+        if seq is None:
+            return None
+        self.out = bytearray()
+        self._recs = []  # not sent
+        self.seq = seq
+        text = f"binlogd internal error ({type(e).__name__}: {e}); see the server log"
+        err = DumpError(text.encode()[:MAX_ERROR_TEXT].decode(errors="ignore"), suffix=False)
+        with contextlib.suppress(Exception):
+            await self._send_error(err)
+        return err.code, err.message
+
     def _error_text(self, e: DumpError) -> str:
         if not e.suffix:
             return e.message
         start = self.start_file or "."
-        return errors.with_coordinates(e.message, start, self.start_pos, self.file, self.last_event_pos, self.last_byte)
+        return errors.with_coordinates(e.message, start, self.start_pos, self.file or ".", self.last_event_pos,
+                                       self.last_byte)
 
     # --- output ------------------------------------------------------------------------------------------
     def _put_packet(self, payload: bytes) -> None:
@@ -452,14 +479,19 @@ class DumpStream:
         self.stats.bytes_sent += len(data)
         self.stats.last_event_at = time.monotonic()  # per write, not per event (a heartbeat's is undone in _wait)
         w = self.writer
+        if data:
+            self._boundary_seq = data[3]  # a write that raises before taking anything leaves the wire here
         if len(data) <= WRITE_SLICE or self.fault is not None:
             w.write(data)
+            self._boundary_seq = None
             await w.drain()
-            return
-        mv = memoryview(data)
-        for i in range(0, len(data), WRITE_SLICE):
-            w.write(mv[i:i + WRITE_SLICE])
-            await w.drain()
+        else:
+            mv = memoryview(data)
+            for i in range(0, len(data), WRITE_SLICE):
+                w.write(mv[i:i + WRITE_SLICE])
+                self._boundary_seq = None
+                await w.drain()
+        self._boundary_seq = self.seq
 
     # --- start --------------------------------------------------------------------------------------------
     def _resolve_start(self) -> tuple[str, int]:
@@ -482,6 +514,7 @@ class DumpStream:
             pos = -1 if m is None else m[0]
         if pos < BIN_LOG_HEADER_SIZE or pos > end:
             self.last_event_pos = self.last_byte = BIN_LOG_HEADER_SIZE
+            self.file = p.file  # MariaDB names the file asked for ('.' when none was), not the one it chose
             raise DumpError(errors.IMPOSSIBLE_POSITION)
         return name, pos
 

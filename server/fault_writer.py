@@ -65,12 +65,15 @@ class FaultWriter:
         self._at: dict[int, list[str]] = {}  # event count -> actions due once that many events were handed on
         for n, action, on in ((f.stall_after_events, "stall", f.stall_seconds is not None),
                               (f.error_after_events, "error_1236", f.error_1236 is not None),
-                              (f.close_after_events or 0, "close_after_events", f.close_after_events is not None)):
+                              (f.close_after_events or 0, "close_after_events", f.close_after_events is not None),
+                              (f.internal_error_after_events or 0, "internal_error",
+                               f.internal_error_after_events is not None)):
             if on:
                 self._at.setdefault(n, []).append(action)
         self._corrupt = f.corrupt_crc_of_event
         self._cut = f.close_after_bytes
         self._rate = f.throttle_bytes_per_s
+        self.wire_seq: int | None = None  # set when the internal error fires: the wire is between packets there
         self._t0: float | None = None
         self._paced = 0
 
@@ -169,6 +172,10 @@ class FaultWriter:
                 await self._send(out)
                 self._act("error_1236", {"code": ER_MASTER_FATAL_ERROR_READING_BINLOG, "message": f.error_1236})
                 raise FaultStop("error_1236", (ER_MASTER_FATAL_ERROR_READING_BINLOG, f.error_1236), self.written)
+            elif action == "internal_error":  # not a FaultStop: the dump must take it as a bug of its own
+                self._act(action, {})
+                self.wire_seq = self._seq
+                raise RuntimeError(f"fault: internal error after {self.events} event packets")
             else:
                 self._act(action, {})
                 raise FaultStop(action, None, self.written)

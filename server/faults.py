@@ -24,7 +24,7 @@ MAX_ERROR_TEXT = 512  # MariaDB's MYSQL_ERRMSG_SIZE
 
 # the fields that act on the bytes of the stream (need the fault writer); heartbeat_s only changes the period
 STREAM_FIELDS = ("close_after_events", "close_after_bytes", "corrupt_crc_of_event", "stall_seconds", "error_1236",
-                 "throttle_bytes_per_s")
+                 "throttle_bytes_per_s", "internal_error_after_events")
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class Fault:
     error_after_events: int = 0  # ... after N event packets
     throttle_bytes_per_s: int | None = None  # at most B bytes per second
     heartbeat_s: float | None = None  # heartbeat period instead of the client's (0: none)
+    internal_error_after_events: int | None = None  # a bug's stand-in: raise after N event packets
     times: int | None = None  # how many matching dumps it applies to (None: every one)
 
     def __post_init__(self) -> None:
@@ -65,13 +66,15 @@ class Fault:
         _int("throttle_bytes_per_s", self.throttle_bytes_per_s, 1)
         _num("heartbeat_s", self.heartbeat_s, 0, MAX_HEARTBEAT_S)
         _int("times", self.times, 1)
+        _int("internal_error_after_events", self.internal_error_after_events, 0)
         if self.stall_after_events and self.stall_seconds is None:
             raise ValueError("stall_after_events: needs stall_seconds")
         if self.error_after_events and self.error_1236 is None:
             raise ValueError("error_after_events: needs error_1236")
         if not self.streams and self.heartbeat_s is None:
             raise ValueError("fault: no action given (close_after_events, close_after_bytes, corrupt_crc_of_event, "
-                             "stall_seconds, error_1236, throttle_bytes_per_s or heartbeat_s)")
+                             "stall_seconds, error_1236, throttle_bytes_per_s, internal_error_after_events "
+                             "or heartbeat_s)")
 
     @property
     def streams(self) -> bool:

@@ -72,6 +72,7 @@ class Primary:
         # ServerView extras read by sysvars (None: the variable's default): @@max_binlog_size and
         # @@binlog_format (standalone), @@binlog_row_metadata (directory and relay modes)
         self.max_binlog_size: int | None = None
+        self.max_connections: int | None = None  # @@max_connections (--max-connections)
         self.binlog_format: str | None = None
         self.binlog_row_metadata: str | None = None
         # relay mode (server/relay): SHOW SLAVE STATUS row, START/STOP SLAVE (True when something changed)

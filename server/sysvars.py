@@ -218,6 +218,8 @@ _V: list[SysVar] = [
            session_read_only=True, min=1024, max=1073741824),
     SysVar("max_binlog_size", Scope.GLOBAL, Kind.INT, _opt("max_binlog_size", 1073741824), min=4096,
            max=1073741824),
+    SysVar("max_connections", Scope.GLOBAL, Kind.INT, _opt("max_connections", 151), read_only=True, min=10,
+           max=100000),
     SysVar("net_buffer_length", Scope.BOTH, Kind.INT, 16384, min=1024, max=1048576),
     SysVar("net_read_timeout", Scope.BOTH, Kind.INT, 30, min=_TIMEOUT[0], max=_TIMEOUT[1]),
     SysVar("net_write_timeout", Scope.BOTH, Kind.INT, 60, min=_TIMEOUT[0], max=_TIMEOUT[1]),

@@ -184,6 +184,28 @@ def _ping(s: socket.socket) -> Answer:
     return then_ping(s)
 
 
+def _register(body: bytes) -> Callable[[socket.socket], Answer]:
+    """A COM_REGISTER_SLAVE with `body` after its command byte (MariaDB's THD::register_slave reads past a short
+    one: each string's length byte that is missing or points past the end names that string)."""
+    def run(s: socket.socket) -> Answer:
+        send_packet(s, b"\x15" + body)
+        return answer(s)
+    return run
+
+
+def _packet_answer(packet: bytes) -> Callable[[socket.socket], Answer]:
+    def run(s: socket.socket) -> Answer:
+        send_packet(s, packet)
+        return answer(s)
+    return run
+
+
+def _register_err(what: str) -> Answer:
+    return ("err", 1105, f"Failed to register slave{';' if what == 'report-password' else ':'} too long '{what}'")
+
+
+IMPOSSIBLE = ("Client requested master to start replication from impossible position; the first event '.' at 0, "
+              "the last event read from '.' at 4, the last byte read from '.' at 4.")
 CHARSETS = {"charset_0": 0, "charset_63": 63, "charset_254": 254, "charset_35_ucs2": 35}
 
 
@@ -211,6 +233,15 @@ CASES: list[tuple[str, Answer, Callable[[socket.socket], Answer]]] = [
     ("gtid_pos_2^63-1", ("row", b"\xfb"), _gtid_pos("9223372036854775807")),
     ("gtid_pos_2^70", ("row", b"\xfb"), _gtid_pos("1180591620717411303424")),
     ("gtid_pos_-1", ("row", b"\xfb"), _gtid_pos("-1")),
+    ("dump_no_body", ("err", 1236, IMPOSSIBLE), _packet_answer(b"\x12")),  # MariaDB reads past the end: zeros here
+    ("dump_9_bytes", ("err", 1236, IMPOSSIBLE), _packet_answer(b"\x12" + bytes(9))),
+    ("register_empty", _register_err("report-host"), _register(b"")),
+    ("register_server_id_only", _register_err("report-host"), _register(b"\x01\0\0\0")),
+    ("register_no_password_length", _register_err("report-password"), _register(b"\x01\0\0\0\0\0")),
+    ("register_user_past_end", _register_err("report-user"), _register(b"\x01\0\0\0\0\x05ab")),
+    ("register_short_tail", ("err", 1105, "Wrong parameters to function register_slave"),
+     _register(b"\x01\0\0\0\0\0\0" + bytes(9))),
+    ("register_password_40", ("ok",), _register(b"\x01\0\0\0\0\0\x28" + b"p" * 40 + bytes(10))),
 ]
 
 

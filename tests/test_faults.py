@@ -55,6 +55,7 @@ FILE1 = "mysql-bin.000001"
     ({"server_id": 1, "heartbeat_s": -1}, "heartbeat_s"),
     ({"server_id": 1, "heartbeat_s": 5e6}, "heartbeat_s"),
     ({"server_id": 1, "close_after_events": 1, "times": 0}, "times"),
+    ({"server_id": 1, "internal_error_after_events": -1}, "internal_error_after_events"),
     ({"server_id": 1}, "no action"),
     ({"server_id": 1, "close_after_event": 1}, "unknown field 'close_after_event'"),
 ])
@@ -251,6 +252,29 @@ def test_pmr_error_1236_then_recovery(source: Source) -> None:
     assert err is None and got[:6] == ref_prefix and len(got) == 8 + 3 * ROWS
 
 
+INTERNAL = "binlogd internal error (RuntimeError: fault: internal error after 6 event packets); see the server log"
+
+
+def test_pmr_internal_error_logged_once_and_sent_as_1236(source: Source) -> None:
+    """A bug inside a dump (the fault's stand-in: an exception from its writer between two packets) is one logged
+    error with its traceback, and the replica gets ERR 1236 saying so instead of a silent close."""
+    log_start = source.server.log_path.stat().st_size
+    source.set(Fault(server_id=PMR_ID, internal_error_after_events=6))
+    ref_prefix, _, err = pmr_read(source)
+    assert isinstance(err, pymysql.err.OperationalError) and err.args == (1236, INTERNAL)
+    assert [e[2] for e in ref_prefix] == [0, 256, 285, 328, 370, 451]  # the 6 events before it, by position
+    close = source.ledger("close")[-1]
+    assert (close["reason"], close["error_code"], close["error"]) == ("error", 1236, INTERNAL)
+    text = source.server.log_path.read_bytes()[log_start:].decode()
+    assert text.count("Traceback (most recent call last)") == 1
+    assert text.count("dump failed with an internal error") == 1
+    assert "RuntimeError: fault: internal error after 6 event packets" in text
+    assert "dump ended (internal error: RuntimeError: fault: internal error after 6 event packets)" in text
+    source.set()  # fault removed: the same read completes
+    got, _, err = pmr_read(source)
+    assert err is None and got[:6] == ref_prefix and len(got) == 8 + 3 * ROWS
+
+
 def test_pmr_corrupt_crc(source: Source) -> None:
     ref, _, _ = pmr_read(source)
     source.set(Fault(server_id=PMR_ID, corrupt_crc_of_event=6))
@@ -379,6 +403,18 @@ def test_replica_error_1236_then_recovery(mariadb: Any, source: Source) -> None:
     assert st["Last_IO_Errno"] == 1236
     assert st["Last_IO_Error"] == f"Got fatal error 1236 from master when reading data from binary log: '{text}'"
     assert st["Slave_IO_Running"] == "No"
+    source.set()
+    rep.start_slave()
+    _converged(rep, source)
+
+
+def test_replica_internal_error_then_recovery(mariadb: Any, source: Source) -> None:
+    source.set(Fault(server_id=2, internal_error_after_events=6))
+    rep = _replica(mariadb, source)
+    rep.start_slave()
+    st = _io_error(rep)
+    assert st["Last_IO_Errno"] == 1236
+    assert st["Last_IO_Error"] == f"Got fatal error 1236 from master when reading data from binary log: '{INTERNAL}'"
     source.set()
     rep.start_slave()
     _converged(rep, source)
