@@ -399,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                     "rss_before_mib": round(before, 1), "rss_after_mib": round(after, 1),
                     "seconds": round(elapsed, 1), "dump_identical": dump_ok, "running": server.is_running,
                     "answers": dict(stats.answers.most_common(12)),
+                    "slow_statements": [ln for ln in log.splitlines() if "a statement took" in ln][:5],
                 }
                 print(json.dumps({mode: results[mode]}, indent=1), flush=True)
             finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -52,6 +53,7 @@ from .tls import tls_status
 from .transcode import first_rotate_crc
 
 log = logging.getLogger("binlogd.conn")
+SLOW_STATEMENT_S = 1.0  # a statement slower than this is logged with its text
 _WRITE_PRIVS = Priv.WRITE | Priv.RELOAD | Priv.BINLOG_ADMIN
 MAX_DUMP_NAME = 512  # FN_REFLEN: MariaDB does not dump from a longer file name
 
@@ -283,7 +285,13 @@ class ReplicationConnection(StrictConnection):
         """COM_QUERY as mimic's handle_query does it, without its dispatch and wrapper layers (the write load's
         per-packet path): OK when the session answers None, else the text result set through mimic's writer."""
         q = packets.parse_com_query(capabilities=self.capabilities, client_charset=self.client_charset, data=data)
-        result = await self.rsession.handle_query(q.sql, q.query_attrs)
+        started = time.monotonic()
+        try:
+            result = await self.rsession.handle_query(q.sql, q.query_attrs)
+        finally:
+            took = time.monotonic() - started
+            if took > SLOW_STATEMENT_S:  # named, so that a statement that stalls the server can be found
+                log.warning("connection %d: a statement took %.1f s: %.300r", self.connection_id, took, q.sql)
         if result is None:
             await self.stream.write(self.ok())
             return
