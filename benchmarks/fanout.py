@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copy(f, files / f.name)
         (files / "mysql-bin.index").write_text("".join(f"./{f.name}\n" for f in sorted(files.glob("mysql-bin.0*"))))
         cmd = ["--binlog-dir", str(files), "--server-id", "1", "--compat", "mariadb"]
-        servers.append(("binlogd", Binlogd.start(cmd, log_path=work / "binlogd.log")))
+        cap = ["--max-connections", str(args.dumps + 100)]  # MariaDB's default 151 is below the dumps run here
+        servers.append(("binlogd", Binlogd.start(cmd + cap, log_path=work / "binlogd.log")))
         if args.binlogd_tree:
             servers.append(("binlogd-alt", Binlogd.start(
                 cmd, log_path=work / "binlogd-alt.log", module="benchmarks._binlogd_launcher", cwd=REPO_ROOT,

@@ -170,7 +170,7 @@ def fanout_binlogs(mariadb, tmp_path: Path) -> Path:
 
 
 def test_200_mixed_dumps_identical_in_bounded_memory(binlogd, fanout_binlogs: Path) -> None:
-    server = binlogd(["--binlog-dir", str(fanout_binlogs), "--server-id", "1"])
+    server = binlogd(["--binlog-dir", str(fanout_binlogs), "--server-id", "1", "--max-connections", "1000"])
     base = _rss_kib(server.pid)
 
     async def run() -> tuple[list[Stream], list[Stream], int, float]:
@@ -200,7 +200,7 @@ def test_stalled_readers_hold_only_their_own_buffers(binlogd, fanout_binlogs: Pa
     RSS grows by less than 512 KiB per stalled reader (a reader's framed blocks were its own 1-2 MiB before), the
     others take about as long as without them, and the stalled ones then get their whole streams."""
     stall, others, stalled = 10.0, 20, 10
-    server = binlogd(["--binlog-dir", str(fanout_binlogs), "--server-id", "1"])
+    server = binlogd(["--binlog-dir", str(fanout_binlogs), "--server-id", "1", "--max-connections", "1000"])
     flags = SETTINGS[0][1]
 
     async def wave(base_id: int) -> float:

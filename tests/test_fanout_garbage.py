@@ -117,7 +117,7 @@ async def _peers(host: str, port: int, spread: float) -> list[str]:
 def test_bad_peers_do_not_disturb_200_dumps(binlogd, mariadb, fanout_binlogs: Path) -> None:  # noqa: F811
     reference = mariadb("garbage-ref", 7)
     want = asyncio.run(_peers(reference.host, reference.port, 0.0))
-    server = binlogd(["--binlog-dir", str(fanout_binlogs), "--server-id", "1"])
+    server = binlogd(["--binlog-dir", str(fanout_binlogs), "--server-id", "1", "--max-connections", "1000"])
     base = _rss_kib(server.pid)
 
     async def run() -> tuple[list, list, list[str], int, float]:

@@ -207,5 +207,9 @@ def test_recording_again_changes_only_run_dependent_bytes(tmp_path: Path, monkey
         new_doc = json.loads((new / path.relative_to(DUMP)).with_suffix(".json").read_text())
         if path.stem.startswith("longer_"):
             assert (new_doc["end"], len(new_doc["events"])) == (old_doc["end"], len(old_doc["events"]))
+        elif path.stem.startswith("shortgtid_cap"):  # a file/pos read goes on 27 bytes into the shortened GTID:
+            # the next "header" is run-dependent bytes (commit id, timestamp), so which read error ends it varies
+            ends = [(d["end"]["kind"], d["end"].get("code"), len(d["events"])) for d in (new_doc, old_doc)]
+            assert ends[0] == ends[1], path.stem
         else:
             assert capture_shape(new_doc) == capture_shape(old_doc), path.stem
