@@ -14,12 +14,16 @@ environment, and a silently skipped end-to-end suite would look green.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from binlogd.testing import find_binary
+from binlogd.testing.mariadb import MariaDB
 from binlogd.testing.servers import BinlogdFactory, MariaDBFactory
+from tests.harness.applier import ApplierProc
 
 MARIADB_BINARIES = ("mariadbd", "mariadb-install-db", "mariadb-binlog")
 MARIADB_FIXTURES = frozenset({"mariadb", "mariadb_binaries", "mariadb_factory", "mariadb_primary", "mariadb_replica"})
@@ -88,3 +92,19 @@ def mariadb(mariadb_factory: MariaDBFactory, mariadb_binaries: dict[str, str]) -
 def binlogd(binlogd_factory: BinlogdFactory) -> BinlogdFactory:
     """The plugin's binlogd_factory: ``binlogd(["--binlog-dir", d])`` runs ``binlogd serve`` with those arguments."""
     return binlogd_factory
+
+
+@pytest.fixture
+def applier(harness_dir: Path) -> Iterator[Any]:
+    """`applier(target, *args)` starts binlogd-apply; every process is stopped (by PID) after the test."""
+    procs: list[ApplierProc] = []
+
+    def start(target: MariaDB, *args: str) -> ApplierProc:
+        p = ApplierProc([f"--target=mysql://root@127.0.0.1:{target.port}", *args],
+                        harness_dir / f"applier-{len(procs) + 1}.log")
+        procs.append(p)
+        return p.start()
+
+    yield start
+    for p in procs:
+        p.stop()

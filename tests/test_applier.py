@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,21 +53,6 @@ DBS = ("d1", "d2")
 
 
 # ---- the applier process -------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def applier(harness_dir: Path) -> Iterator[Any]:
-    procs: list[ApplierProc] = []
-
-    def start(target: MariaDB, *args: str) -> ApplierProc:
-        p = ApplierProc([f"--target=mysql://root@127.0.0.1:{target.port}", *args],
-                        harness_dir / f"applier-{len(procs) + 1}.log")
-        procs.append(p)
-        return p.start()
-
-    yield start
-    for p in procs:
-        p.stop()
 
 
 def url(server: MariaDB | Any, query: str = "") -> str:

@@ -21,33 +21,14 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.harness import MariaDB
-from tests.harness.applier import ApplierProc
 from tests.test_applier import stored_position, wait_applied
 
 STRICT = ("--log-bin=mysql-bin", "--binlog-format=ROW", "--gtid-strict-mode=ON")
-
-
-@pytest.fixture
-def applier(harness_dir: Path) -> Iterator[Any]:
-    """`applier(target, *args)` starts binlogd-apply; every process is stopped (by PID) after the test."""
-    procs: list[ApplierProc] = []
-
-    def start(target: MariaDB, *args: str) -> ApplierProc:
-        p = ApplierProc([f"--target=mysql://root@127.0.0.1:{target.port}", *args],
-                        harness_dir / f"applier-{len(procs) + 1}.log")
-        procs.append(p)
-        return p.start()
-
-    yield start
-    for p in procs:
-        p.stop()
 
 
 def _binlog_text(server: MariaDB) -> subprocess.CompletedProcess[str]:

@@ -13,36 +13,16 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pymysql
-import pytest
 from binlogd.applier.native import binlog_sql, native_fde
 from pymysql.constants import CLIENT
 
 from tests.harness import MariaDB
-from tests.harness.applier import ApplierProc
 from tests.test_applier import wait_applied
 
 SERVER_MORE_RESULTS_EXISTS = 8
-
-
-@pytest.fixture
-def applier(harness_dir: Path) -> Iterator[Any]:
-    """`applier(target, *args)` starts binlogd-apply; every process is stopped (by PID) after the test."""
-    procs: list[ApplierProc] = []
-
-    def start(target: MariaDB, *args: str) -> ApplierProc:
-        p = ApplierProc([f"--target=mysql://root@127.0.0.1:{target.port}", *args],
-                        harness_dir / f"applier-{len(procs) + 1}.log")
-        procs.append(p)
-        return p.start()
-
-    yield start
-    for p in procs:
-        p.stop()
 
 
 def _events(server: MariaDB, name: str) -> list[bytes]:
