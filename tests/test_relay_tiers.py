@@ -1,0 +1,240 @@
+"""Relays in tiers: a real MariaDB 10.11 primary -> binlogd relay (tier 1) -> binlogd relay (tier 2, whose upstream
+is tier 1) -> real 10.11 replicas at the leaves, one of them on tier 1.
+
+The workload runs throughout: row-format and statement-format transactions from concurrent sessions, transactions
+flagged with skip_replication (into a table of their own, so the filtering leaves can be checked), DDL, FLUSH BINARY
+LOGS and a 17 MiB transaction (past the relay's 16 MiB spill threshold, its rows event split over packets). The
+middle tier is killed with -9 several times under that load and restarted (tier 1 in one case, tier 2 in the other;
+the two cases also swap which tier follows its upstream by GTID and which by file/pos).
+
+What must hold end to end: every tier's files have the primary's names and bytes (the FDE's in-use flag aside),
+SHOW MASTER STATUS / SHOW BINARY LOGS / @@gtid_binlog_pos / Gtid_IO_Pos are the primary's on both tiers, the
+leaves reach the primary's file and position and their tables equal the primary's (the filtering leaves: minus the
+flagged table), the GTID leaf runs in gtid_strict_mode (a duplicated or reordered GTID stops it) and its
+gtid_slave_pos is the primary's gtid_binlog_pos, and it keeps replicating after the kills.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import pytest
+
+from tests.harness import Binlogd, MariaDB
+from tests.test_relay import relay_master_status, relay_status, stored_equals_upstream, wait_all_at_end
+
+DB = "w"
+KILLS = 3
+BIG = 17 << 20  # one row: a rows event over 16 MiB in a group over the relay's SPILL_BYTES
+CASES = {  # killed tier, tier 1 follows the primary by GTID, tier 2 follows tier 1 by GTID
+    "kill_tier1": (1, False, True),
+    "kill_tier2": (2, True, False),
+}
+
+
+def tier_args(upstream: Any, datadir: Path, server_id: int, gtid: bool) -> list[str]:
+    return ["--upstream", f"mysql://root:@{upstream.host}:{upstream.port}", "--datadir", str(datadir),
+            "--server-id", str(server_id), "--upstream-heartbeat", "1", "--upstream-retry-max", "0.5",
+            *(["--upstream-use-gtid"] if gtid else [])]
+
+
+def _query(server: Binlogd, sql: str) -> list[tuple[Any, ...]]:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def _positions(server: MariaDB | Binlogd) -> tuple[Any, ...]:
+    """What a replica sees of a server's binlog: SHOW MASTER STATUS, SHOW BINARY LOGS, @@gtid_binlog_pos."""
+    q = server.query if isinstance(server, MariaDB) else lambda sql: _query(server, sql)
+    row = q("SHOW MASTER STATUS")[0]
+    master = (str(row[0]), int(row[1]))
+    logs = tuple((str(n), int(s)) for n, s, *_ in q("SHOW BINARY LOGS"))
+    return master, logs, str(q("SELECT @@gtid_binlog_pos")[0][0])
+
+
+class Load:
+    """Concurrent writers until `stop` is set: row and statement format, flagged transactions, DDL and rotations.
+
+    Runs against the primary only (it is never restarted), so every commit it sees is a commit."""
+
+    def __init__(self, primary: MariaDB) -> None:
+        self.primary = primary
+        self.ids = itertools.count(1)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.txns = 0
+        self.flagged = 0
+        self.ddl = 0
+
+    def setup(self) -> None:
+        self.primary.execute(
+            f"CREATE DATABASE {DB};"
+            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, w INT, val INT, note VARCHAR(200)) ENGINE=InnoDB;"
+            f"CREATE TABLE {DB}.flagged (id INT PRIMARY KEY, note VARCHAR(40)) ENGINE=InnoDB;"
+            f"CREATE TABLE {DB}.big (id INT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB")
+
+    def _next(self) -> int:
+        with self.lock:
+            return next(self.ids)
+
+    def writer(self, w: int, fmt: str) -> None:
+        conn = self.primary.connect(autocommit=False)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SET SESSION binlog_format={fmt}")
+            for i in itertools.count():
+                if self.stop.is_set():
+                    return
+                flagged = i % 5 == 3
+                ids = [self._next() for _ in range(1 + i % 3)]
+                with conn.cursor() as cur:
+                    if flagged:
+                        cur.execute("SET skip_replication=1")
+                        cur.executemany(f"INSERT INTO {DB}.flagged VALUES (%s, %s)", [(r, fmt) for r in ids])
+                    else:
+                        cur.execute("SET skip_replication=0")
+                        cur.executemany(f"INSERT INTO {DB}.t VALUES (%s, %s, %s, %s)",
+                                        [(r, w, i, f"{fmt} " + "x" * (i % 150)) for r in ids])
+                        cur.execute(f"UPDATE {DB}.t SET val = val + 1 WHERE w = %s AND id %% 7 = %s", (w, i % 7))
+                conn.commit()
+                with self.lock:
+                    self.txns += 1
+                    self.flagged += flagged
+                time.sleep(0.002)
+        finally:
+            conn.close()
+
+    def ddl_and_rotations(self) -> None:
+        for n in itertools.count(1):
+            if self.stop.wait(0.4):
+                return
+            self.primary.execute(
+                f"CREATE TABLE {DB}.d{n} (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO {DB}.d{n} VALUES ({n});"
+                f"ALTER TABLE {DB}.d{n} ADD COLUMN c VARCHAR(10) DEFAULT 'c{n}';"
+                + (f"DROP TABLE {DB}.d{n - 1};" if n % 2 == 0 else "")
+                + ("FLUSH BINARY LOGS;" if n % 3 == 0 else ""))
+            with self.lock:
+                self.ddl += 1
+
+    def big_transaction(self) -> None:
+        self.primary.execute(f"BEGIN; INSERT INTO {DB}.big VALUES (1, REPEAT('a', {BIG})); "
+                             f"INSERT INTO {DB}.big VALUES (2, 'small'); COMMIT")
+
+
+def _wait_txns(load: Load, n: int, primary: MariaDB) -> None:
+    before = load.txns
+    primary.wait_until(lambda: load.txns >= before + n, timeout=90, message=f"{n} more transactions")
+
+
+def _restart(binlogd: Callable[..., Binlogd], server: Binlogd, args: list[str]) -> Binlogd:
+    server.kill9()
+    return binlogd(args, port=server.port)
+
+
+def _leaf(mariadb: Callable[..., MariaDB], name: str, sid: int, mode: str, *extra: str) -> MariaDB:
+    r = mariadb(name, sid, "--max-allowed-packet=64M", *extra)
+    r.set_skip_mode(mode)
+    return r
+
+
+def _tables(server: MariaDB, flagged: bool) -> dict[str, int | None]:
+    sums = server.table_checksums([DB])
+    if not flagged:
+        sums.pop(f"{DB}.flagged")
+    return sums
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_three_tiers_converge_and_survive_kills(mariadb, binlogd, harness_dir: Path, case: str) -> None:
+    killed, gtid1, gtid2 = CASES[case]
+    with ThreadPoolExecutor(4) as pool:
+        fp = pool.submit(mariadb.primary, "primary", 1, "--max-allowed-packet=64M", "--max-binlog-size=262144")
+        fleaves = [pool.submit(_leaf, mariadb, *spec) for spec in (
+            ("strict", 21, "REPLICATE", "--gtid-strict-mode=ON"),  # tier 2, GTID
+            ("filepos", 22, "FILTER_ON_SLAVE"),  # tier 2, file/pos
+            ("on_tier1", 23, "FILTER_ON_MASTER"))]  # tier 1, GTID
+        primary = fp.result()
+        strict, filepos, on_tier1 = (f.result() for f in fleaves)
+    load = Load(primary)
+    load.setup()
+    args1 = tier_args(primary, harness_dir / "tier1", 101, gtid1)
+    tier1 = binlogd(args1)
+    primary.wait_until(lambda: relay_master_status(tier1) == primary.master_status(), timeout=60,
+                       message="tier 1 has the primary's first file")
+    args2 = tier_args(tier1, harness_dir / "tier2", 102, gtid2)
+    tier2 = binlogd(args2)
+    primary.wait_until(lambda: relay_master_status(tier2) == primary.master_status(), timeout=60,
+                       message="tier 2 has the primary's first file")
+    first_file = primary.binary_logs()[0][0]
+    strict.change_master(tier2.host, tier2.port, use_gtid="slave_pos")
+    filepos.change_master(tier2.host, tier2.port, use_gtid="no", log_file=first_file, log_pos=4)
+    on_tier1.change_master(tier1.host, tier1.port, use_gtid="slave_pos")
+    for r in (strict, filepos, on_tier1):
+        r.start_slave()
+
+    workers = [threading.Thread(target=load.writer, args=(w, fmt), name=f"writer-{w}")
+               for w, fmt in enumerate(("ROW", "STATEMENT", "MIXED"))]
+    workers.append(threading.Thread(target=load.ddl_and_rotations, name="ddl"))
+    for t in workers:
+        t.start()
+    try:
+        for k in range(KILLS):
+            if k == 0:  # the first kill lands while the relays store (or serve) the large transaction
+                load.big_transaction()
+            else:
+                _wait_txns(load, 40, primary)
+            if killed == 1:
+                tier1 = _restart(binlogd, tier1, args1)
+            else:
+                tier2 = _restart(binlogd, tier2, args2)
+        _wait_txns(load, 40, primary)
+    finally:
+        load.stop.set()
+        for t in workers:
+            t.join()
+    # end with a flagged transaction: the filtering leaves must still be moved to the primary's end
+    primary.execute(f"SET skip_replication=1; INSERT INTO {DB}.flagged VALUES (-1, 'flagged last')")
+    assert load.flagged and load.ddl >= 3, (load.flagged, load.ddl)
+
+    end = wait_all_at_end(primary, (strict, filepos, on_tier1), timeout=120)
+    # the tiers: the primary's names, positions, sizes and GTID state; its bytes, file by file
+    want = _positions(primary)
+    assert want[0] == end
+    for tier in (tier1, tier2):
+        primary.wait_until(lambda t=tier: _positions(t) == want, timeout=30, interval=0.1,
+                           message=lambda t=tier: f"{_positions(t)} vs the primary's {want}")
+        st = relay_status(tier)
+        assert (st["Slave_IO_Running"], st["Last_IO_Errno"], st["Gtid_IO_Pos"]) == ("Yes", 0, want[2]), st
+    assert relay_status(tier2)["Master_Server_Id"] == 101
+    for datadir in (harness_dir / "tier1", harness_dir / "tier2"):
+        assert len(stored_equals_upstream(datadir, primary)) >= 3  # the FLUSHes and the 256 KiB size rotated
+    logs = "".join(s.log_text() for s in binlogd.servers)
+    assert logs.count("relay: recovered") >= KILLS, "every restart resumes from the stored binlog"
+
+    # the leaves: nothing lost, nothing applied twice
+    assert _tables(strict, flagged=True) == _tables(primary, flagged=True)
+    assert strict.gtid_slave_pos() == want[2]
+    for leaf in (filepos, on_tier1):
+        assert _tables(leaf, flagged=False) == _tables(primary, flagged=False), leaf.name
+        assert leaf.query(f"SELECT COUNT(*) FROM {DB}.flagged") == [(0,)], leaf.name
+    assert primary.query(f"SELECT COUNT(*) FROM {DB}.big") == [(2,)]
+
+    # the strict GTID leaf keeps replicating through both tiers after the kills
+    primary.execute(f"INSERT INTO {DB}.t VALUES (-5, 9, 9, 'after the kills'); UPDATE {DB}.t SET val=-1 WHERE id=1")
+    wait_all_at_end(primary, (strict, filepos, on_tier1))
+    assert _tables(strict, flagged=True) == _tables(primary, flagged=True)
+    assert strict.gtid_slave_pos() == str(primary.query("SELECT @@gtid_binlog_pos")[0][0])
+    st = strict.slave_status()
+    assert (st["Slave_IO_Running"], st["Slave_SQL_Running"], st["Last_SQL_Errno"]) == ("Yes", "Yes", 0), st
