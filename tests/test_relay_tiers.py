@@ -24,18 +24,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import pytest
 
 from tests.harness import Binlogd, MariaDB
 from tests.test_relay import relay_master_status, relay_status, stored_equals_upstream, wait_all_at_end
 
 DB = "w"
-KILLS = 3
 BIG = 17 << 20  # one row: a rows event over 16 MiB in a group over the relay's SPILL_BYTES
-CASES = {  # killed tier, tier 1 follows the primary by GTID, tier 2 follows tier 1 by GTID
-    "kill_tier1": (1, False, True),
-    "kill_tier2": (2, True, False),
+CASES = {  # the tier killed at each kill, tier 1 follows the primary by GTID, tier 2 follows tier 1 by GTID
+    "kill_tier1": ((1, 1, 1), False, True),
+    "kill_tier2": ((2, 2, 2), True, False),
+    "kill_both_gtid": ((2, 1, 2, 1), True, True),
 }
 
 
@@ -64,6 +63,17 @@ def _positions(server: MariaDB | Binlogd) -> tuple[Any, ...]:
     return master, logs, str(q("SELECT @@gtid_binlog_pos")[0][0])
 
 
+def _heartbeats(tier: Binlogd) -> int:
+    conn = tier.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW ALL SLAVES STATUS")
+            row = cur.fetchone()
+            return int(dict(zip([d[0] for d in cur.description], row or (), strict=True))["Slave_received_heartbeats"])
+    finally:
+        conn.close()
+
+
 class Load:
     """Concurrent writers until `stop` is set: row and statement format, flagged transactions, DDL and rotations.
 
@@ -77,6 +87,23 @@ class Load:
         self.txns = 0
         self.flagged = 0
         self.ddl = 0
+        self.errors: list[BaseException] = []
+
+    def thread(self, target: Callable[..., None], *args: Any) -> threading.Thread:
+        """A thread running `target`; what it raises stops the load and fails the test (`check`)."""
+        def run() -> None:
+            try:
+                target(*args)
+            except BaseException as e:
+                self.errors.append(e)
+                self.stop.set()
+                raise
+
+        return threading.Thread(target=run, name=getattr(target, "__name__", "load"))
+
+    def check(self) -> None:
+        if self.errors:
+            raise AssertionError(f"the workload failed: {self.errors!r}") from self.errors[0]
 
     def setup(self) -> None:
         self.primary.execute(
@@ -91,6 +118,7 @@ class Load:
 
     def writer(self, w: int, fmt: str) -> None:
         conn = self.primary.connect(autocommit=False)
+        own: list[int] = []
         try:
             with conn.cursor() as cur:
                 cur.execute(f"SET SESSION binlog_format={fmt}")
@@ -107,8 +135,11 @@ class Load:
                         cur.execute("SET skip_replication=0")
                         cur.executemany(f"INSERT INTO {DB}.t VALUES (%s, %s, %s, %s)",
                                         [(r, w, i, f"{fmt} " + "x" * (i % 150)) for r in ids])
-                        cur.execute(f"UPDATE {DB}.t SET val = val + 1 WHERE w = %s AND id %% 7 = %s", (w, i % 7))
+                        if own:  # its own rows only: the writers never wait for each other's locks
+                            cur.execute(f"UPDATE {DB}.t SET val = val + 1 WHERE id = %s", (own[i % len(own)],))
                 conn.commit()
+                if not flagged:
+                    own.extend(ids)
                 with self.lock:
                     self.txns += 1
                     self.flagged += flagged
@@ -135,12 +166,26 @@ class Load:
 
 def _wait_txns(load: Load, n: int, primary: MariaDB) -> None:
     before = load.txns
-    primary.wait_until(lambda: load.txns >= before + n, timeout=90, message=f"{n} more transactions")
+    primary.wait_until(lambda: load.txns >= before + n or load.stop.is_set(), timeout=90,
+                       message=f"{n} more transactions")
+    load.check()
 
 
 def _restart(binlogd: Callable[..., Binlogd], server: Binlogd, args: list[str]) -> Binlogd:
     server.kill9()
     return binlogd(args, port=server.port)
+
+
+def _wait_progress(load: Load, primary: MariaDB, tiers: tuple[Binlogd, ...]) -> None:
+    """Until every tier has stored more than it had now (so the next kill hits a tier that is relaying again)."""
+    since = [relay_master_status(t) or ("", 0) for t in tiers]
+
+    def moved() -> bool:
+        load.check()
+        return all((relay_master_status(t) or ("", 0)) > s for t, s in zip(tiers, since, strict=True))
+
+    primary.wait_until(moved, timeout=90, interval=0.05, message=lambda: f"tiers moving on from {since}: "
+                       f"{[relay_master_status(t) for t in tiers]} {[relay_status(t) for t in tiers]}")
 
 
 def _leaf(mariadb: Callable[..., MariaDB], name: str, sid: int, mode: str, *extra: str) -> MariaDB:
@@ -158,7 +203,7 @@ def _tables(server: MariaDB, flagged: bool) -> dict[str, int | None]:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_three_tiers_converge_and_survive_kills(mariadb, binlogd, harness_dir: Path, case: str) -> None:
-    killed, gtid1, gtid2 = CASES[case]
+    kills, gtid1, gtid2 = CASES[case]
     with ThreadPoolExecutor(4) as pool:
         fp = pool.submit(mariadb.primary, "primary", 1, "--max-allowed-packet=64M", "--max-binlog-size=262144")
         fleaves = [pool.submit(_leaf, mariadb, *spec) for spec in (
@@ -184,29 +229,31 @@ def test_three_tiers_converge_and_survive_kills(mariadb, binlogd, harness_dir: P
     for r in (strict, filepos, on_tier1):
         r.start_slave()
 
-    workers = [threading.Thread(target=load.writer, args=(w, fmt), name=f"writer-{w}")
-               for w, fmt in enumerate(("ROW", "STATEMENT", "MIXED"))]
-    workers.append(threading.Thread(target=load.ddl_and_rotations, name="ddl"))
+    workers = [load.thread(load.writer, w, fmt) for w, fmt in enumerate(("ROW", "STATEMENT", "MIXED"))]
+    workers.append(load.thread(load.ddl_and_rotations))
     for t in workers:
         t.start()
     try:
-        for k in range(KILLS):
+        for k, killed in enumerate(kills):
             if k == 0:  # the first kill lands while the relays store (or serve) the large transaction
                 load.big_transaction()
-            else:
-                _wait_txns(load, 40, primary)
+            else:  # both tiers relay again (the restarted one recovered, the one below it reconnected)
+                _wait_progress(load, primary, (tier1, tier2))
+                _wait_txns(load, 20, primary)
             if killed == 1:
                 tier1 = _restart(binlogd, tier1, args1)
             else:
                 tier2 = _restart(binlogd, tier2, args2)
-        _wait_txns(load, 40, primary)
+        _wait_progress(load, primary, (tier1, tier2))
     finally:
         load.stop.set()
         for t in workers:
             t.join()
+    load.check()
     # end with a flagged transaction: the filtering leaves must still be moved to the primary's end
     primary.execute(f"SET skip_replication=1; INSERT INTO {DB}.flagged VALUES (-1, 'flagged last')")
     assert load.flagged and load.ddl >= 3, (load.flagged, load.ddl)
+    print("LOAD", load.txns, load.flagged, load.ddl)
 
     end = wait_all_at_end(primary, (strict, filepos, on_tier1), timeout=120)
     # the tiers: the primary's names, positions, sizes and GTID state; its bytes, file by file
@@ -218,10 +265,13 @@ def test_three_tiers_converge_and_survive_kills(mariadb, binlogd, harness_dir: P
         st = relay_status(tier)
         assert (st["Slave_IO_Running"], st["Last_IO_Errno"], st["Gtid_IO_Pos"]) == ("Yes", 0, want[2]), st
     assert relay_status(tier2)["Master_Server_Id"] == 101
+    # idle now: tier 1 keeps tier 2's connection alive with heartbeats (counted, never stored)
+    beats = _heartbeats(tier2)
+    primary.wait_until(lambda: _heartbeats(tier2) > beats, timeout=20, message="tier 1's heartbeats")
     for datadir in (harness_dir / "tier1", harness_dir / "tier2"):
         assert len(stored_equals_upstream(datadir, primary)) >= 3  # the FLUSHes and the 256 KiB size rotated
     logs = "".join(s.log_text() for s in binlogd.servers)
-    assert logs.count("relay: recovered") >= KILLS, "every restart resumes from the stored binlog"
+    assert logs.count("relay: recovered") >= len(kills), "every restart resumes from the stored binlog"
 
     # the leaves: nothing lost, nothing applied twice
     assert _tables(strict, flagged=True) == _tables(primary, flagged=True)
@@ -238,3 +288,63 @@ def test_three_tiers_converge_and_survive_kills(mariadb, binlogd, harness_dir: P
     assert strict.gtid_slave_pos() == str(primary.query("SELECT @@gtid_binlog_pos")[0][0])
     st = strict.slave_status()
     assert (st["Slave_IO_Running"], st["Slave_SQL_Running"], st["Last_SQL_Errno"]) == ("Yes", "Yes", 0), st
+
+
+def _chain(mariadb: Any, binlogd: Any, harness_dir: Path, *primary_args: str, gtid2: bool = True,
+           extra1: tuple[str, ...] = (), extra2: tuple[str, ...] = ()) -> tuple[MariaDB, Binlogd, Binlogd]:
+    """A primary and two tiers, both caught up with the primary's first file."""
+    primary = mariadb.primary("primary", 1, *primary_args)
+    tier1 = binlogd([*tier_args(primary, harness_dir / "tier1", 101, False), *extra1])
+    primary.wait_until(lambda: relay_master_status(tier1) == primary.master_status(), timeout=60, message="tier 1")
+    tier2 = binlogd([*tier_args(tier1, harness_dir / "tier2", 102, gtid2), *extra2])
+    primary.wait_until(lambda: relay_master_status(tier2) == primary.master_status(), timeout=60, message="tier 2")
+    return primary, tier1, tier2
+
+
+def test_three_tiers_without_checksums(mariadb, binlogd, harness_dir: Path) -> None:
+    """binlog_checksum=NONE at the primary: both tiers store and serve events without CRCs, rotation included."""
+    primary, tier1, tier2 = _chain(mariadb, binlogd, harness_dir, "--binlog-checksum=NONE")
+    leaf = mariadb("leaf", 21)
+    leaf.change_master(tier2.host, tier2.port, use_gtid="slave_pos")
+    leaf.start_slave()
+    primary.execute(f"CREATE DATABASE {DB}; CREATE TABLE {DB}.t (id INT PRIMARY KEY) ENGINE=InnoDB;"
+                    f"INSERT INTO {DB}.t VALUES (1); FLUSH BINARY LOGS; INSERT INTO {DB}.t VALUES (2)")
+    wait_all_at_end(primary, (leaf,))
+    assert leaf.table_checksums([DB]) == primary.table_checksums([DB])
+    for tier, d in ((tier1, "tier1"), (tier2, "tier2")):
+        assert _query(tier, "SELECT @@global.binlog_checksum") == [("NONE",)]
+        assert len(stored_equals_upstream(harness_dir / d, primary)) == 2
+
+
+def _status(server: Any, like: str) -> dict[str, str]:
+    rows = server.query(f"SHOW STATUS LIKE '{like}'") if isinstance(server, MariaDB) else _query(
+        server, f"SHOW STATUS LIKE '{like}'")
+    return {str(k): str(v) for k, v in rows}
+
+
+def test_three_tiers_semi_sync(mariadb, binlogd, harness_dir: Path) -> None:
+    """Semi-sync at every hop: tier 1 acknowledges the primary, tier 2 is tier 1's semi-sync replica and a real
+    semi-sync replica reads tier 2."""
+    semi = ("--rpl-semi-sync-slave-enabled", "--sync-binlog", "1")
+    primary, tier1, tier2 = _chain(mariadb, binlogd, harness_dir, "--rpl-semi-sync-master-enabled=ON",
+                                   "--rpl-semi-sync-master-timeout=60000", extra1=semi, extra2=semi)
+    leaf = mariadb("leaf", 21, "--rpl-semi-sync-slave-enabled=ON")
+    leaf.change_master(tier2.host, tier2.port, use_gtid="slave_pos")
+    leaf.start_slave()
+    for tier in (tier1, tier2):
+        primary.wait_until(lambda t=tier: _status(t, "Rpl_semi_sync_slave_status") == {
+            "Rpl_semi_sync_slave_status": "ON"}, timeout=30, message="semi-sync on")
+    t0 = time.monotonic()
+    primary.execute(f"CREATE DATABASE {DB}; CREATE TABLE {DB}.t (id INT PRIMARY KEY) ENGINE=InnoDB;"
+                    + "".join(f"INSERT INTO {DB}.t VALUES ({i});" for i in range(20)) + "FLUSH BINARY LOGS;"
+                    f"INSERT INTO {DB}.t VALUES (100)")
+    assert time.monotonic() - t0 < 30
+    wait_all_at_end(primary, (leaf,))
+    assert leaf.table_checksums([DB]) == primary.table_checksums([DB])
+    assert _status(primary, "Rpl_semi_sync_master_no_tx")["Rpl_semi_sync_master_no_tx"] == "0"
+    assert _status(leaf, "Rpl_semi_sync_slave_status")["Rpl_semi_sync_slave_status"] == "ON"
+    for d in ("tier1", "tier2"):
+        stored_equals_upstream(harness_dir / d, primary)
+    for tier in (tier1, tier2):
+        st = relay_status(tier)
+        assert (st["Slave_IO_Running"], st["Last_IO_Errno"]) == ("Yes", 0), st
