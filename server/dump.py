@@ -500,6 +500,8 @@ class DumpStream:
             names = self.store.files()
         except StoreError as e:
             raise DumpError(errors.BINLOG_NOT_OPEN, suffix=False) from e
+        if not names:  # a relay that has stored nothing yet (its store allows that): no binlog, as documented
+            raise DumpError(errors.BINLOG_NOT_OPEN, suffix=False)
         if p.connect_state is not None:
             return self._resolve_gtid_start(names), BIN_LOG_HEADER_SIZE
         name = p.file or names[0]

@@ -348,3 +348,29 @@ def test_three_tiers_semi_sync(mariadb, binlogd, harness_dir: Path) -> None:
     for tier in (tier1, tier2):
         st = relay_status(tier)
         assert (st["Slave_IO_Running"], st["Last_IO_Errno"]) == ("Yes", 0), st
+
+
+def test_tiers_started_together(mariadb, binlogd, harness_dir: Path) -> None:
+    """Tier 2 started while tier 1 has no binlog yet (its primary is down): tier 1 answers 1236 "Binary log is not
+    open", which tier 2 shows and retries (Connecting) instead of stopping; the chain converges once the primary is
+    up, without START SLAVE anywhere."""
+    primary = mariadb.primary("primary", 1)
+    primary.stop()
+    tier1 = binlogd(tier_args(primary, harness_dir / "tier1", 101, False))
+    tier2 = binlogd(tier_args(tier1, harness_dir / "tier2", 102, True))
+
+    def refused() -> dict[str, Any] | None:
+        st = relay_status(tier2)
+        return st if st["Last_IO_Errno"] == 1236 else None
+
+    st = primary.wait_until(refused, timeout=30, message=lambda: str(relay_status(tier2)))
+    assert st["Slave_IO_Running"] == "Connecting" and "Binary log is not open" in st["Last_IO_Error"], st
+    primary.restart()
+    primary.execute(f"CREATE DATABASE {DB}; CREATE TABLE {DB}.t (id INT PRIMARY KEY) ENGINE=InnoDB;"
+                    f"INSERT INTO {DB}.t VALUES (1)")
+    primary.wait_until(lambda: relay_master_status(tier2) == primary.master_status(), timeout=60,
+                       message=lambda: f"tier 2 {relay_status(tier2)}")
+    st = relay_status(tier2)
+    assert (st["Slave_IO_Running"], st["Last_IO_Errno"], st["Gtid_IO_Pos"]) == (
+        "Yes", 0, primary.query("SELECT @@gtid_binlog_pos")[0][0]), st
+    stored_equals_upstream(harness_dir / "tier2", primary)

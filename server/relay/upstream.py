@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from binlogd.protocol import errors
 from binlogd.protocol.connection import CR_MALFORMED_PACKET, ClientConfig, ReplicationClient, ReplicationError
 from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE
 from binlogd.protocol.tls_options import TlsOptions
@@ -183,12 +184,19 @@ class UpstreamRelay:
                         self._stop_with(ER_SLAVE_RELAY_LOG_WRITE_FAILURE, "Relay log write failure: could not "
                                         f"queue event from master ({e.message})")
                         return
-                    if e.fatal:
+                    if e.code == ER_MASTER_FATAL_ERROR_READING_BINLOG and e.message == errors.BINLOG_NOT_OPEN:
+                        # the upstream has no binlog yet: a binlogd tier that has stored nothing (started together
+                        # with this one, or its own upstream is down). MariaDB's IO thread stops here; a tier retries
+                        st.io_running, st.io_state = "Connecting", IO_RECONNECT_WAIT
+                        st.set_error(e.code, e.io_error_text(), repeat_key=f"{e.code} {e.message}")
+                        attempt += 1
+                    elif e.fatal:
                         self._stop_with(e.code, e.io_error_text())
                         return
-                    log.warning("relay: reading from %s failed (%s), reconnecting at %s:%d", cfg.label, e,
-                                *self.storage.resume_point())
-                    attempt = 0 if st.io_running == "Yes" else attempt + 1
+                    else:
+                        log.warning("relay: reading from %s failed (%s), reconnecting at %s:%d", cfg.label, e,
+                                    *self.storage.resume_point())
+                        attempt = 0 if st.io_running == "Yes" else attempt + 1
                 except FilePosNeeded as e:
                     log.info("relay: %s; resuming by file/pos this time", e.message)
                     self._filepos_once = True
