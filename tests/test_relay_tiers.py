@@ -253,7 +253,6 @@ def test_three_tiers_converge_and_survive_kills(mariadb, binlogd, harness_dir: P
     # end with a flagged transaction: the filtering leaves must still be moved to the primary's end
     primary.execute(f"SET skip_replication=1; INSERT INTO {DB}.flagged VALUES (-1, 'flagged last')")
     assert load.flagged and load.ddl >= 3, (load.flagged, load.ddl)
-    print("LOAD", load.txns, load.flagged, load.ddl)
 
     end = wait_all_at_end(primary, (strict, filepos, on_tier1), timeout=120)
     # the tiers: the primary's names, positions, sizes and GTID state; its bytes, file by file
