@@ -187,16 +187,15 @@ class UpstreamRelay:
                     if e.code == ER_MASTER_FATAL_ERROR_READING_BINLOG and e.message == errors.BINLOG_NOT_OPEN:
                         # the upstream has no binlog yet: a binlogd tier that has stored nothing (started together
                         # with this one, or its own upstream is down). MariaDB's IO thread stops here; a tier retries
+                        # (with its backoff: Connecting makes the attempt count below grow)
                         st.io_running, st.io_state = "Connecting", IO_RECONNECT_WAIT
                         st.set_error(e.code, e.io_error_text(), repeat_key=f"{e.code} {e.message}")
-                        attempt += 1
                     elif e.fatal:
                         self._stop_with(e.code, e.io_error_text())
                         return
-                    else:
-                        log.warning("relay: reading from %s failed (%s), reconnecting at %s:%d", cfg.label, e,
-                                    *self.storage.resume_point())
-                        attempt = 0 if st.io_running == "Yes" else attempt + 1
+                    log.warning("relay: reading from %s failed (%s), reconnecting at %s:%d", cfg.label, e,
+                                *self.storage.resume_point())
+                    attempt = 0 if st.io_running == "Yes" else attempt + 1
                 except FilePosNeeded as e:
                     log.info("relay: %s; resuming by file/pos this time", e.message)
                     self._filepos_once = True
