@@ -1,7 +1,8 @@
 """Relays in tiers: a real MariaDB 10.11 primary -> binlogd relay (tier 1) -> binlogd relay (tier 2, whose upstream
 is tier 1) -> real 10.11 replicas at the leaves, one of them on tier 1.
 
-The workload runs throughout: row-format and statement-format transactions from concurrent sessions, transactions
+The workload runs throughout: row-, statement- and mixed-format transactions from concurrent sessions (one of them in
+a second GTID domain), transactions
 flagged with skip_replication (into a table of their own, so the filtering leaves can be checked), DDL, FLUSH BINARY
 LOGS and a 17 MiB transaction (past the relay's 16 MiB spill threshold, its rows event split over packets). The
 middle tier is killed with -9 several times under that load and restarted (tier 1 in one case, tier 2 in the other;
@@ -122,6 +123,8 @@ class Load:
         try:
             with conn.cursor() as cur:
                 cur.execute(f"SET SESSION binlog_format={fmt}")
+                if fmt == "MIXED":  # a second GTID domain: the GTID positions compared have two
+                    cur.execute("SET SESSION gtid_domain_id=1")
             for i in itertools.count():
                 if self.stop.is_set():
                     return
