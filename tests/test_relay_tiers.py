@@ -1,12 +1,12 @@
 """Relays in tiers: a real MariaDB 10.11 primary -> binlogd relay (tier 1) -> binlogd relay (tier 2, whose upstream
 is tier 1) -> real 10.11 replicas at the leaves, one of them on tier 1.
 
-The workload runs throughout: row-, statement- and mixed-format transactions from concurrent sessions (one of them in
-a second GTID domain), transactions
-flagged with skip_replication (into a table of their own, so the filtering leaves can be checked), DDL, FLUSH BINARY
-LOGS and a 17 MiB transaction (past the relay's 16 MiB spill threshold, its rows event split over packets). The
-middle tier is killed with -9 several times under that load and restarted (tier 1 in one case, tier 2 in the other;
-the two cases also swap which tier follows its upstream by GTID and which by file/pos).
+The workload runs throughout: row-, statement- and mixed-format transactions from concurrent sessions (one of them
+in a second GTID domain), transactions flagged with skip_replication (into a table of their own, so the filtering
+leaves can be checked), DDL, FLUSH BINARY LOGS and a 17 MiB transaction (past the relay's 16 MiB spill threshold,
+its rows event split over packets). A tier is killed with -9 several times under that load and restarted, each
+time once both tiers relay again: tier 1 in one case, tier 2 in another, both alternately in a third; the cases
+also vary which tier follows its upstream by GTID and which by file/pos.
 
 What must hold end to end: every tier's files have the primary's names and bytes (the FDE's in-use flag aside),
 SHOW MASTER STATUS / SHOW BINARY LOGS / @@gtid_binlog_pos / Gtid_IO_Pos are the primary's on both tiers, the
