@@ -1,0 +1,160 @@
+"""The report's charts as plotly figures (zoom, pan and hover come with plotly.js, inlined once by the page).
+
+Categories and their colours live here (ACTIONS/COLORS): a GTID connect's skipped groups are grey, never the red
+of the holes that withhold events from a replica.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# (action as summary.json counts it, label in the report, colour)
+CATEGORIES = (
+    ("sent", "sent as stored", "#4c9a6a"),
+    ("hole", "withheld (hole)", "#d9534f"),
+    ("skipped", "skipped at GTID connect (replica has it)", "#a8a8a8"),
+    ("dummy", "replaced by a dummy", "#f0ad4e"),
+    ("begin", "replaced by BEGIN", "#5b8fd9"),
+    ("renamed", "converted (database renamed)", "#2aa1b3"),
+    ("fake", "generated (fake ROTATE/GTID_LIST)", "#9b7fc7"),
+)
+ACTIONS = tuple(a for a, _, _ in CATEGORIES)
+LABELS = {a: label for a, label, _ in CATEGORIES} | {"error": "ERR packet sent"}
+COLORS = {a: color for a, _, color in CATEGORIES} | {"error": "#333333"}
+SEVERITY_COLORS = {"error": "#8b0000", "warning": "#a66d00", "info": "#666666"}
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
+_FONT = {"family": "system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12}
+
+
+def conn_label(c: dict[str, Any]) -> str:
+    return f"#{c['connection_id']} sid {c['server_id']} cap {c['capability']}{' skip' if c['skip_replication'] else ''}"
+
+
+def _layout(go: Any, height: int, bottom: int = 40, **kw: Any) -> Any:
+    """White template; a horizontal legend below the plot (`bottom` pixels reserved for the x axis and it)."""
+    plot_h = max(height - 40 - bottom, 1)
+    return go.Layout(template="plotly_white", height=height, font=_FONT,
+                     margin={"l": 10, "r": 10, "t": 40, "b": bottom},
+                     legend={"orientation": "h", "yanchor": "top", "y": -(bottom - 45) / plot_h, "x": 0}, **kw)
+
+
+def actions_figure(summary: dict[str, Any]) -> Any:
+    """Per connection, events and bytes per action: two stacked horizontal bar charts side by side."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    conns = summary["connections"]
+    labels = [conn_label(c) for c in conns]
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=("events per action", "stored bytes per action"))
+    for a, label, color in CATEGORIES:
+        for col, key, unit in ((1, "actions", "events"), (2, "bytes", "bytes")):
+            vals = [c[key].get(a, 0) for c in conns]
+            if not any(vals):
+                continue
+            fig.add_trace(go.Bar(y=labels, x=vals, orientation="h", name=label, marker_color=color,
+                                 legendgroup=a, showlegend=col == 1 or not any(c["actions"].get(a) for c in conns),
+                                 hovertemplate=f"%{{y}}<br>{label}: %{{x:,}} {unit}<extra></extra>"), row=1, col=col)
+    fig.update_layout(_layout(go, 150 + 30 * len(conns), bottom=110, barmode="stack"))
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def _where(bases: list[tuple[str, int, int]], g: float) -> str:
+    """A global offset across the files as `file:pos`."""
+    for name, base, end in bases:
+        if g < base + end:
+            return f"{name}:{max(0, int(g - base))}"
+    name, base, end = bases[-1]
+    return f"{name}:{end}"
+
+
+def timeline_figure(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]]]) -> Any:
+    """One row per connection across the binlog files (x = bytes): runs of slices coloured by what happened there.
+
+    A slice's colour is its most frequent filtered action (any withheld/replaced event shows), else `sent`; hover
+    gives every action's events in the run of slices. Findings with a binlog position are marked on their row.
+    """
+    import plotly.graph_objects as go
+
+    files = summary["binlog"]["files"]
+    bases: list[tuple[str, int, int]] = []
+    acc = 0
+    for f in files:
+        bases.append((f["file"], acc, f["end"] or 4))
+        acc += f["end"] or 4
+    total = max(acc, 1)
+    conns = summary["connections"]
+    labels = [conn_label(c) for c in conns]
+    segs: dict[str, dict[str, list[Any]]] = {a: {"y": [], "x": [], "base": [], "text": []} for a in ACTIONS}
+    for c, label in zip(conns, labels, strict=True):
+        slices = c.get("timeline") or timeline.get(c["connection_id"], [])
+        n = len(slices) or 1
+        run: list[Any] = []  # [kind, first slice, last slice, summed counts]
+        for j, sl in enumerate([*slices, None]):
+            kind = None
+            if sl:
+                filtered = {a: v for a, v in sl.items() if a != "sent"}
+                kind = max(filtered, key=lambda k: filtered[k]) if filtered else "sent"
+            if run and (kind != run[0] or sl is None):
+                k, j0, j1, counts = run
+                x0, x1 = total * j0 / n, total * (j1 + 1) / n
+                s = segs.setdefault(k, {"y": [], "x": [], "base": [], "text": []})
+                s["y"].append(label)
+                s["base"].append(x0)
+                s["x"].append(x1 - x0)
+                s["text"].append(f"{_where(bases, x0)} → {_where(bases, x1)}<br>"
+                                 + "<br>".join(f"{LABELS.get(a, a)}: {v:,} events" for a, v in sorted(counts.items())))
+                run = []
+            if kind is None:
+                continue
+            if not run:
+                run = [kind, j, j, {}]
+            run[2] = j
+            for a, v in sl.items():
+                run[3][a] = run[3].get(a, 0) + v
+    fig = go.Figure()
+    for a, s in segs.items():
+        if s["y"]:
+            fig.add_trace(go.Bar(y=s["y"], x=s["x"], base=s["base"], orientation="h", name=LABELS.get(a, a),
+                                 marker_color=COLORS.get(a, "#999999"), marker_line_width=0, text=s["text"],
+                                 textposition="none", hovertemplate="%{y}<br>%{text}<extra></extra>"))
+    by_file = {name: base for name, base, _ in bases}
+    by_id = {c["connection_id"]: label for c, label in zip(conns, labels, strict=True)}
+    for sev in ("error", "warning", "info"):
+        pts = [f for f in summary["findings"] if f["severity"] == sev and f["file"] in by_file and f["pos"] is not None]
+        if pts:
+            fig.add_trace(go.Scatter(
+                x=[by_file[f["file"]] + f["pos"] for f in pts],
+                y=[by_id.get(f["connection_id"], "no connection") for f in pts], mode="markers",
+                name=f"finding ({sev})", marker={"symbol": "x", "size": 11, "color": SEVERITY_COLORS[sev],
+                                                 "line": {"width": 1, "color": "#ffffff"}},
+                text=[f"check {f['check']} {f['severity']}: {f['file']}:{f['pos']}<br>{f['message'][:160]}"
+                      for f in pts], hovertemplate="%{y}<br>%{text}<extra></extra>"))
+    for name, base, _ in bases:
+        fig.add_vline(x=base, line_dash="dot", line_color="#999999", line_width=1)
+        fig.add_annotation(x=base, y=1.0, yref="paper", yanchor="bottom", xanchor="left", text=name, showarrow=False,
+                           font={"size": 11, "color": "#444444"})
+    rows = len(set(labels) | {by_id.get(f["connection_id"], "no connection") for f in summary["findings"]
+                              if f["file"] in by_file})
+    fig.update_layout(_layout(go, 170 + 30 * rows, bottom=130, barmode="overlay", bargap=0.25))
+    fig.update_xaxes(range=[0, total], title_text="position across the binlog files (bytes; hover for file:pos)",
+                     showgrid=False)
+    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=[*labels, "no connection"])
+    return fig
+
+
+def phases_figure(summary: dict[str, Any]) -> Any | None:
+    """Wall seconds per audit step (summary.json's step_seconds), in the order they ran; None without them."""
+    import plotly.graph_objects as go
+
+    steps = summary.get("step_seconds") or {}
+    if not steps:
+        return None
+    fig = go.Figure(go.Bar(y=list(steps), x=list(steps.values()), orientation="h", marker_color="#5b8fd9",
+                           text=[f"{v:g} s" for v in steps.values()], textposition="outside", cliponaxis=False,
+                           hovertemplate="%{y}: %{x} s<extra></extra>"))
+    fig.update_layout(_layout(go, 100 + 22 * len(steps), bottom=50, showlegend=False))
+    fig.update_xaxes(title_text="seconds")
+    fig.update_yaxes(autorange="reversed")
+    return fig
