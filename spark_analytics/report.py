@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .checks import CHECK_NAMES, FINDING_DDL
-from .report_charts import ACTIONS, COLORS, LABELS, PLOTLY_CONFIG, actions_figure, phases_figure, timeline_figure
+from .report_charts import ACTIONS, COLORS, PLOTLY_CONFIG, SHORT, actions_figure, phases_figure, timeline_figure
 
 REPORT_MODULES = ("jinja2", "plotly")
 
@@ -26,7 +26,7 @@ def require_report_modules() -> None:
     """Raise ReportError naming what is missing and how to install it (checked before the audit's minutes)."""
     missing = [m for m in REPORT_MODULES if importlib.util.find_spec(m) is None]
     if missing:
-        raise ReportError(f"the HTML report needs {' and '.join(missing)}, which is not installed: "
+        raise ReportError(f"the HTML report needs {' and '.join(missing)} (not installed here): "
                           f"pip install 'binlogd[spark]' (or pip install {' '.join(missing)})")
 
 
@@ -68,5 +68,5 @@ def render_html(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]
     findings = [dict(f, where=_where(f), check_name=CHECK_NAMES.get(f["check"], "?")) for f in summary["findings"]]
     return env.get_template("report.html.j2").render(
         s=summary, errors=errors, warnings=summary["findings_total"] - errors, findings=findings, charts=charts,
-        actions=(*ACTIONS, "error"), labels=LABELS, colors=COLORS, plotly_js=plotly.offline.get_plotlyjs(),
+        actions=(*ACTIONS, "error"), labels=SHORT, colors=COLORS, plotly_js=plotly.offline.get_plotlyjs(),
         empty_gtids={"transactions": 0, "gtids": [], "gtids_truncated": False, "content_bytes": 0})

@@ -20,6 +20,9 @@ CATEGORIES = (
 )
 ACTIONS = tuple(a for a, _, _ in CATEGORIES)
 LABELS = {a: label for a, label, _ in CATEGORIES} | {"error": "ERR packet sent"}
+# the tables' labels (the colour key beside them; the charts' legends say it in full)
+SHORT = {"sent": "sent", "hole": "withheld", "skipped": "skipped at connect", "dummy": "dummy", "begin": "BEGIN",
+         "renamed": "renamed", "fake": "generated", "error": "ERR"}
 COLORS = {a: color for a, _, color in CATEGORIES} | {"error": "#333333"}
 SEVERITY_COLORS = {"error": "#8b0000", "warning": "#a66d00", "info": "#666666"}
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
