@@ -41,11 +41,12 @@ def write_outputs(spark: Any, out_dir: Path, summary: dict[str, Any], findings: 
     return paths
 
 
-def _chart(fig: Any, div_id: str) -> str:
-    import plotly.io as pio
-
-    return pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=PLOTLY_CONFIG,
-                       default_width="100%", default_height=f"{fig.layout.height}px")
+def _chart(fig: dict[str, Any] | None, div_id: str) -> dict[str, Any] | None:
+    """A figure for the template: its div id, height and the JSON plotly.js draws (`</` escaped for <script>)."""
+    if fig is None:
+        return None
+    spec = json.dumps([fig["data"], fig["layout"], PLOTLY_CONFIG], separators=(",", ":")).replace("</", "<\\/")
+    return {"id": div_id, "height": fig["layout"]["height"], "json": spec}
 
 
 def _where(f: dict[str, Any]) -> str:
@@ -61,10 +62,9 @@ def render_html(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["n"] = lambda v: "?" if v is None else f"{v:,}"
     errors = sum(c["errors"] for c in summary["checks"])
-    phases = phases_figure(summary)
     charts = {"actions": _chart(actions_figure(summary), "chart-actions"),
               "timeline": _chart(timeline_figure(summary, timeline), "chart-timeline"),
-              "phases": _chart(phases, "chart-phases") if phases is not None else None}
+              "phases": _chart(phases_figure(summary), "chart-phases")}
     findings = [dict(f, where=_where(f), check_name=CHECK_NAMES.get(f["check"], "?")) for f in summary["findings"]]
     return env.get_template("report.html.j2").render(
         s=summary, errors=errors, warnings=summary["findings_total"] - errors, findings=findings, charts=charts,

@@ -1,4 +1,6 @@
-"""The report's charts as plotly figures (zoom, pan and hover come with plotly.js, inlined once by the page).
+"""The report's charts as plotly figure specs (data + layout, the JSON plotly.js draws; the page inlines plotly.js
+once): zoom, pan, hover and legend toggles come with it. Plain dicts, not plotly.graph_objects: those validate every
+property in Python and took 15-60 s for a small report on a loaded machine.
 
 Categories and their colours live here (ACTIONS/COLORS): a GTID connect's skipped groups are grey, never the red
 of the holes that withhold events from a replica.
@@ -27,40 +29,45 @@ COLORS = {a: color for a, _, color in CATEGORIES} | {"error": "#333333"}
 SEVERITY_COLORS = {"error": "#8b0000", "warning": "#a66d00", "info": "#666666"}
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 _FONT = {"family": "system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif", "size": 12}
+_AXIS = {"gridcolor": "#ebebeb", "zeroline": False, "automargin": True}
+
+Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}} as plotly.js takes them
 
 
 def conn_label(c: dict[str, Any]) -> str:
     return f"#{c['connection_id']} sid {c['server_id']} cap {c['capability']}{' skip' if c['skip_replication'] else ''}"
 
 
-def _layout(go: Any, height: int, bottom: int = 40, **kw: Any) -> Any:
-    """White template; a horizontal legend below the plot (`bottom` pixels reserved for the x axis and it)."""
+def _layout(height: int, bottom: int = 40, **kw: Any) -> dict[str, Any]:
+    """White plot; a horizontal legend below the plot (`bottom` pixels reserved for the x axis and it)."""
     plot_h = max(height - 40 - bottom, 1)
-    return go.Layout(template="plotly_white", height=height, font=_FONT,
-                     margin={"l": 10, "r": 10, "t": 40, "b": bottom},
-                     legend={"orientation": "h", "yanchor": "top", "y": -(bottom - 45) / plot_h, "x": 0}, **kw)
+    return {"height": height, "font": _FONT, "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff",
+            "margin": {"l": 10, "r": 10, "t": 40, "b": bottom}, "hoverlabel": {"align": "left"},
+            "legend": {"orientation": "h", "yanchor": "top", "y": -(bottom - 45) / plot_h, "x": 0}, **kw}
 
 
-def actions_figure(summary: dict[str, Any]) -> Any:
-    """Per connection, events and bytes per action: two stacked horizontal bar charts side by side."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
+def actions_figure(summary: dict[str, Any]) -> Figure:
+    """Per connection, events and bytes per action: two stacked horizontal bar charts side by side (shared rows)."""
     conns = summary["connections"]
     labels = [conn_label(c) for c in conns]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=("events per action", "stored bytes per action"))
+    data = []
     for a, label, color in CATEGORIES:
-        for col, key, unit in ((1, "actions", "events"), (2, "bytes", "bytes")):
+        for xaxis, key, unit in (("x", "actions", "events"), ("x2", "bytes", "bytes")):
             vals = [c[key].get(a, 0) for c in conns]
             if not any(vals):
                 continue
-            fig.add_trace(go.Bar(y=labels, x=vals, orientation="h", name=label, marker_color=color,
-                                 legendgroup=a, showlegend=col == 1 or not any(c["actions"].get(a) for c in conns),
-                                 hovertemplate=f"%{{y}}<br>{label}: %{{x:,}} {unit}<extra></extra>"), row=1, col=col)
-    fig.update_layout(_layout(go, 150 + 30 * len(conns), bottom=110, barmode="stack"))
-    fig.update_yaxes(autorange="reversed")
-    return fig
+            data.append({"type": "bar", "orientation": "h", "y": labels, "x": vals, "xaxis": xaxis, "yaxis": "y",
+                         "name": label, "marker": {"color": color}, "legendgroup": a,
+                         "showlegend": xaxis == "x" or not any(c["actions"].get(a) for c in conns),
+                         "hovertemplate": f"%{{y}}<br>{label}: %{{x:,}} {unit}<extra></extra>"})
+    title = {"xref": "paper", "yref": "paper", "y": 1.0, "yanchor": "bottom", "showarrow": False,
+             "font": {"size": 14}}
+    layout = _layout(150 + 30 * len(conns), bottom=110, barmode="stack",
+                     xaxis={**_AXIS, "domain": [0, 0.48]}, xaxis2={**_AXIS, "domain": [0.52, 1], "anchor": "y"},
+                     yaxis={**_AXIS, "autorange": "reversed"},
+                     annotations=[{**title, "x": 0.24, "xanchor": "center", "text": "events per action"},
+                                  {**title, "x": 0.76, "xanchor": "center", "text": "stored bytes per action"}])
+    return {"data": data, "layout": layout}
 
 
 def _where(bases: list[tuple[str, int, int]], g: float) -> str:
@@ -72,14 +79,12 @@ def _where(bases: list[tuple[str, int, int]], g: float) -> str:
     return f"{name}:{end}"
 
 
-def timeline_figure(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]]]) -> Any:
+def timeline_figure(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]]]) -> Figure:
     """One row per connection across the binlog files (x = bytes): runs of slices coloured by what happened there.
 
     A slice's colour is its most frequent filtered action (any withheld/replaced event shows), else `sent`; hover
     gives every action's events in the run of slices. Findings with a binlog position are marked on their row.
     """
-    import plotly.graph_objects as go
-
     files = summary["binlog"]["files"]
     bases: list[tuple[str, int, int]] = []
     acc = 0
@@ -116,48 +121,47 @@ def timeline_figure(summary: dict[str, Any], timeline: dict[int, list[dict[str, 
             run[2] = j
             for a, v in sl.items():
                 run[3][a] = run[3].get(a, 0) + v
-    fig = go.Figure()
+    data: list[dict[str, Any]] = []
     for a, s in segs.items():
         if s["y"]:
-            fig.add_trace(go.Bar(y=s["y"], x=s["x"], base=s["base"], orientation="h", name=LABELS.get(a, a),
-                                 marker_color=COLORS.get(a, "#999999"), marker_line_width=0, text=s["text"],
-                                 textposition="none", hovertemplate="%{y}<br>%{text}<extra></extra>"))
+            data.append({"type": "bar", "orientation": "h", **s, "name": LABELS.get(a, a),
+                         "marker": {"color": COLORS.get(a, "#999999"), "line": {"width": 0}}, "textposition": "none",
+                         "hovertemplate": "%{y}<br>%{text}<extra></extra>"})
     by_file = {name: base for name, base, _ in bases}
     by_id = {c["connection_id"]: label for c, label in zip(conns, labels, strict=True)}
     for sev in ("error", "warning", "info"):
         pts = [f for f in summary["findings"] if f["severity"] == sev and f["file"] in by_file and f["pos"] is not None]
         if pts:
-            fig.add_trace(go.Scatter(
-                x=[by_file[f["file"]] + f["pos"] for f in pts],
-                y=[by_id.get(f["connection_id"], "no connection") for f in pts], mode="markers",
-                name=f"finding ({sev})", marker={"symbol": "x", "size": 11, "color": SEVERITY_COLORS[sev],
-                                                 "line": {"width": 1, "color": "#ffffff"}},
-                text=[f"check {f['check']} {f['severity']}: {f['file']}:{f['pos']}<br>{f['message'][:160]}"
-                      for f in pts], hovertemplate="%{y}<br>%{text}<extra></extra>"))
-    for name, base, _ in bases:
-        fig.add_vline(x=base, line_dash="dot", line_color="#999999", line_width=1)
-        fig.add_annotation(x=base, y=1.0, yref="paper", yanchor="bottom", xanchor="left", text=name, showarrow=False,
-                           font={"size": 11, "color": "#444444"})
+            data.append({
+                "type": "scatter", "mode": "markers", "name": f"finding ({sev})",
+                "x": [by_file[f["file"]] + f["pos"] for f in pts],
+                "y": [by_id.get(f["connection_id"], "no connection") for f in pts],
+                "marker": {"symbol": "x", "size": 11, "color": SEVERITY_COLORS[sev],
+                           "line": {"width": 1, "color": "#ffffff"}},
+                "text": [f"check {f['check']} {f['severity']}: {f['file']}:{f['pos']}<br>{f['message'][:160]}"
+                         for f in pts], "hovertemplate": "%{y}<br>%{text}<extra></extra>"})
+    shapes = [{"type": "line", "x0": base, "x1": base, "yref": "paper", "y0": 0, "y1": 1,
+               "line": {"dash": "dot", "color": "#999999", "width": 1}} for _, base, _ in bases]
+    notes = [{"x": base, "y": 1.0, "yref": "paper", "yanchor": "bottom", "xanchor": "left", "text": name,
+              "showarrow": False, "font": {"size": 11, "color": "#444444"}} for name, base, _ in bases]
     rows = len(set(labels) | {by_id.get(f["connection_id"], "no connection") for f in summary["findings"]
                               if f["file"] in by_file})
-    fig.update_layout(_layout(go, 170 + 30 * rows, bottom=130, barmode="overlay", bargap=0.25))
-    fig.update_xaxes(range=[0, total], title_text="position across the binlog files (bytes; hover for file:pos)",
-                     showgrid=False)
-    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=[*labels, "no connection"])
-    return fig
+    layout = _layout(170 + 30 * rows, bottom=130, barmode="overlay", bargap=0.25, shapes=shapes, annotations=notes,
+                     xaxis={**_AXIS, "range": [0, total], "showgrid": False,
+                            "title": {"text": "position across the binlog files (bytes; hover for file:pos)"}},
+                     yaxis={**_AXIS, "autorange": "reversed", "categoryorder": "array",
+                            "categoryarray": [*labels, "no connection"]})
+    return {"data": data, "layout": layout}
 
 
-def phases_figure(summary: dict[str, Any]) -> Any | None:
+def phases_figure(summary: dict[str, Any]) -> Figure | None:
     """Wall seconds per audit step (summary.json's step_seconds), in the order they ran; None without them."""
-    import plotly.graph_objects as go
-
     steps = summary.get("step_seconds") or {}
     if not steps:
         return None
-    fig = go.Figure(go.Bar(y=list(steps), x=list(steps.values()), orientation="h", marker_color="#5b8fd9",
-                           text=[f"{v:g} s" for v in steps.values()], textposition="outside", cliponaxis=False,
-                           hovertemplate="%{y}: %{x} s<extra></extra>"))
-    fig.update_layout(_layout(go, 100 + 22 * len(steps), bottom=50, showlegend=False))
-    fig.update_xaxes(title_text="seconds")
-    fig.update_yaxes(autorange="reversed")
-    return fig
+    data = [{"type": "bar", "orientation": "h", "y": list(steps), "x": list(steps.values()),
+             "marker": {"color": "#5b8fd9"}, "text": [f"{v:g} s" for v in steps.values()], "textposition": "outside",
+             "cliponaxis": False, "hovertemplate": "%{y}: %{x} s<extra></extra>"}]
+    layout = _layout(100 + 22 * len(steps), bottom=50, showlegend=False,
+                     xaxis={**_AXIS, "title": {"text": "seconds"}}, yaxis={**_AXIS, "autorange": "reversed"})
+    return {"data": data, "layout": layout}
