@@ -7,7 +7,7 @@ SERVER_ID ?= 1
 BINLOG_DIR ?= $(CURDIR)/var/demo-binlogs
 DATADIR ?= $(CURDIR)/var
 
-.PHONY: run run-demo test deps mariadb java lint bench clean
+.PHONY: run run-demo test deps mariadb java chromium lint bench clean
 
 # Debian's python3 needs python3-venv for `python3 -m venv` (root on Debian 12, as in CI).
 $(BIN)/python:
@@ -57,6 +57,13 @@ java:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless; }
 
+# Headless Chromium for looking at the audit's HTML report (tests/chromium.py): apt-get only when it is missing.
+chromium:
+	@[ -x /usr/bin/chromium ] || { \
+	  echo "installing chromium"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
 # Two pytest-xdist workers by default (most tests wait on MariaDB servers); a test file stays on one worker, so its
 # module-scoped servers and Spark session start once. PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
@@ -70,7 +77,7 @@ $(VENV)/.connector: pyproject.toml | $(VENV)/.deps
 	$(BIN)/pip install -q -e '.[test,connector]'
 	touch $@
 
-test: deps $(VENV)/.connector mariadb java
+test: deps $(VENV)/.connector mariadb java chromium
 	$(BIN)/ruff check binlogd protocol server applier spark_analytics show tests benchmarks examples
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 

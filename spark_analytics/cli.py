@@ -24,7 +24,8 @@ JSON Lines) and optionally the relay logs of real replicas, then runs ten checks
   9 divergence           transactions (GTIDs) and bytes withheld per connection
  10 ledger integrity     no gaps or duplicates in the record numbers, torn tail reported
 
-Writes OUT/summary.json, OUT/report.html (one self-contained page) and OUT/findings.parquet.
+Writes OUT/summary.json, OUT/report.html (one self-contained page: tables and zoomable plotly charts, no network)
+and OUT/findings.parquet.
 Exit status: 0 consistent, 1 findings (errors), 2 the audit could not run.
 """
 
@@ -83,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         if not d.exists():
             print(f"binlogd-audit: --relay-logs {k}={d}: no such directory or index file", file=sys.stderr)
             return 2
+    from binlogd.spark_analytics.report import ReportError, require_report_modules
+
+    try:  # before the audit's minutes, not after them
+        require_report_modules()
+    except ReportError as e:
+        print(f"binlogd-audit: {e}", file=sys.stderr)
+        return 2
     from binlogd.spark_analytics.audit import STEPS, AuditError, run_audit
     from binlogd.spark_analytics.report import write_outputs
     from binlogd.spark_analytics.session import build_session

@@ -15,12 +15,16 @@ import itertools
 import json
 import shutil
 import struct
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
+from binlogd.spark_analytics.report_charts import ACTIONS, COLORS
 
 from tests.dumpclient import raw_dump
 from tests.harness import Binlogd, MariaDB
@@ -285,12 +289,21 @@ def assert_counts_equal(summary: dict, sc: Scenario) -> None:
 # ---- tests -------------------------------------------------------------------------------------------------------
 
 
-def test_oracle_scenario_consistent_counts_match(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def oracle_audit(spark, oracle_scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, Path]:
+    """The untouched oracle scenario audited once: exit status, summary.json and the output directory."""
+    out = Path(tmp_path_factory.mktemp("audit-oracle-out")) / "out"
+    rc, summary = audit(spark, oracle_scenario, out)
+    return rc, summary, out
+
+
+def test_oracle_scenario_consistent_counts_match(oracle_scenario: Scenario,
+                                                 oracle_audit: tuple[int, dict, Path]) -> None:
     sc = oracle_scenario
     # the scenario exercises every action: holes (cap 2, the skip replica), dummies (cap < 2), BEGINs (cap < 4)
     assert sc.expected[11].actions["dummy"] and sc.expected[11].actions["begin"]
     assert sc.expected[13].actions["hole"] and sc.expected[REPLICA_SID].actions["hole"]
-    rc, summary = audit(spark, sc, tmp_path / "out")
+    rc, summary, out = oracle_audit
     assert rc == 0, summary["findings"]
     assert summary["consistent"] is True and summary["findings_total"] == 0
     assert_counts_equal(summary, sc)
@@ -305,9 +318,7 @@ def test_oracle_scenario_consistent_counts_match(spark, oracle_scenario: Scenari
     assert all(c["behind"]["events"] == 0 for c in summary["connections"])
     relay = summary["relay"][str(REPLICA_SID)]
     assert relay["relay_events"] == relay["ledger_sent_events"] == relay["matched"] > 0
-    html = (tmp_path / "out" / "report.html").read_text()
-    assert "<svg" in html and "CONSISTENT" in html and "http" not in html.replace("http-equiv", "")
-    assert (tmp_path / "out" / "findings.parquet").is_dir()
+    assert (out / "report.html").is_file() and (out / "findings.parquet").is_dir()  # the report: test_report_*
 
 
 def test_generated_scenario_consistent_counts_match(spark, generated_scenario: Scenario, tmp_path: Path) -> None:
@@ -548,3 +559,139 @@ def test_binlog_data_source_rows(spark, oracle_scenario: Scenario) -> None:
     upstream = {(r.source_file, r.source_start, r.source_end) for r in relay if not r.flags & ARTIFICIAL}
     assert ("mysql-bin.000002", 342, 384) in upstream  # GTID 0-1-13 in the second file
     assert all((f, s) in by_pos and by_pos[(f, s)].end == e for f, s, e in upstream)
+
+
+# ---- the HTML report, looked at in headless Chromium ---------------------------------------------------------------
+
+
+class _PageNumbers(HTMLParser):
+    """The figures the report marks with data-key, by the row they sit in (data-conn / data-check / data-replica)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.row: tuple[str, str] | None = None
+        self.key: str | None = None
+        self.text = ""
+        self.found: dict[tuple[tuple[str, str] | None, str], str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "tr":
+            self.row = next(((k, v or "") for k, v in a.items() if k in ("data-conn", "data-check", "data-replica")),
+                            None)
+        if a.get("data-key"):
+            self.key, self.text = a["data-key"], ""
+
+    def handle_data(self, data: str) -> None:
+        if self.key is not None:
+            self.text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.key is not None:
+            assert (self.row, self.key) not in self.found, (self.row, self.key)
+            self.found[(self.row, self.key)] = self.text.strip()
+            self.key = None
+        if tag == "tr":
+            self.row = None
+
+
+def _num(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def assert_page_numbers_equal_summary(dom: str, s: dict) -> None:
+    """Every figure the page marks equals summary.json's, and every per-connection count the page leaves out is 0."""
+    p = _PageNumbers()
+    p.feed(dom)
+    got = p.found
+    errors = sum(c["errors"] for c in s["checks"])
+    top = {"binlog.events": s["binlog"]["events"], "binlog.files": len(s["binlog"]["files"]),
+           "ledger.records": s["ledger"]["records"], "errors": errors, "warnings": s["findings_total"] - errors,
+           "connections": len(s["connections"]), "seconds": s["seconds"], "findings_total": s["findings_total"]}
+    for k, v in top.items():
+        assert _num(got[(None, k)]) == v, (k, got.get((None, k)), v)
+    for c in s["checks"]:
+        for k in ("errors", "warnings"):
+            assert _num(got[(("data-check", str(c["check"])), k)]) == c[k], (c, k)
+    for name, r in s["relay"].items():
+        for k in ("relay_events", "ledger_sent_events", "matched"):
+            assert _num(got[(("data-replica", name), k)]) == r[k], (name, k)
+    for c in s["connections"]:
+        row = ("data-conn", str(c["connection_id"]))
+        mine = {k: v for (r, k), v in got.items() if r == row}
+        want = {"sent_bytes": c["sent_bytes"], "behind.events": c["behind"]["events"],
+                "behind.bytes": c["behind"]["bytes"], "findings": c["findings"]}
+        for group in ("withheld", "skipped_at_connect"):
+            want |= {f"{group}.transactions": c[group]["transactions"],
+                     f"{group}.content_bytes": c[group]["content_bytes"] or 0}
+        for k, v in want.items():
+            assert _num(mine[k]) == v, (c["connection_id"], k, mine.get(k), v)
+        for group in ("actions", "bytes"):
+            for a, v in c[group].items():
+                shown = mine.get(f"{group}.{a}")
+                assert (v == 0 if shown is None else _num(shown) == v), (c["connection_id"], group, a, shown, v)
+            assert mine[f"{group}.sent"]  # always shown
+
+
+def test_report_renders_in_headless_chromium(oracle_audit: tuple[int, dict, Path], tmp_path: Path) -> None:
+    """The report of the real oracle audit opened in Debian's Chromium (no driver): the plotly charts render
+    offline, the screenshot is a real, non-blank PNG of the window size, and the page's figures are summary.json's."""
+    from tests.chromium import dump_dom, read_png, screenshot
+
+    rc, summary, out = oracle_audit
+    assert rc == 0
+    page = out / "report.html"
+    html = page.read_text()
+    import plotly.offline
+
+    # one self-contained file: plotly.js inline, nothing fetched (no src/href to another place, no URL at all
+    # outside the library's own code)
+    assert plotly.offline.get_plotlyjs() in html
+    rest = html.replace(plotly.offline.get_plotlyjs(), "")
+    assert "http" not in rest and " src=" not in rest and "<link" not in rest
+    dom = dump_dom(page)
+    charts = ("chart-actions", "chart-timeline", "chart-phases")
+    idx = [dom.index(f'id="{c}"') for c in charts]
+    for c, i, j in zip(charts, idx, [*idx[1:], len(dom)], strict=True):
+        part = dom[i:j]
+        assert 'class="main-svg"' in part, f"{c}: plotly drew nothing"
+        assert 'class="point"' in part, f"{c}: no bars"
+    # the actions chart: per events|bytes, a bar for every connection in each action that any connection has
+    conns = summary["connections"]
+    bars = sum(len(conns) for g in ("actions", "bytes") for a in ACTIONS if any(c[g][a] for c in conns))
+    actions_part = dom[idx[0]:idx[1]]
+    assert actions_part.count('class="point"') == bars, (actions_part.count('class="point"'), bars)
+    assert_page_numbers_equal_summary(dom, summary)
+
+    w, h = 1280, 1600
+    png = tmp_path / "report.png"
+    screenshot(page, png, w, h)
+    img = read_png(png)
+    assert img.shape[:2] == (h, w), img.shape
+    rgb = img[:, :, :3].astype(np.uint32)
+    packed = (rgb[:, :, 0] << 16) | (rgb[:, :, 1] << 8) | rgb[:, :, 2]
+    colours, counts = np.unique(packed, return_counts=True)
+    assert len(colours) > 200, f"{len(colours)} colours: a blank or unrendered page"
+    assert (packed != 0xFFFFFF).mean() > 0.1, "mostly white"
+    by_colour = dict(zip(colours.tolist(), counts.tolist(), strict=True))
+    for action in ("sent", "hole", "dummy", "begin"):  # the charts' bars, far more than the legend's keys
+        code = int(COLORS[action].lstrip("#"), 16)
+        assert by_colour.get(code, 0) > 3000, (action, by_colour.get(code, 0))
+
+
+def test_report_without_its_libraries_is_a_clear_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """jinja2/plotly missing: exit 2 with what to install, before any Spark work; render_html raises ReportError."""
+    from binlogd.spark_analytics.cli import main
+    from binlogd.spark_analytics.report import ReportError, render_html
+
+    monkeypatch.setitem(sys.modules, "plotly", None)  # import plotly now fails as if it were not installed
+    (tmp_path / "b").mkdir()
+    (tmp_path / "l").mkdir()
+    rc = main(["--binlog-dir", str(tmp_path / "b"), "--ledger", str(tmp_path / "l"), "--out", str(tmp_path / "o"),
+               "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "needs plotly" in err and "pip install" in err and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ReportError, match="plotly"):
+        render_html({}, {})

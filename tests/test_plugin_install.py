@@ -102,3 +102,18 @@ def test_examples_pass_outside_the_repository(user_venv: Path, tmp_path: Path) -
               "-W", "ignore::DeprecationWarning"], cwd=tmp_path, timeout=900)
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
     assert " passed" in r.stdout and " failed" not in r.stdout and " error" not in r.stdout
+
+
+def test_audit_report_templates_installed_and_missing_libraries_named(user_venv: Path, tmp_path: Path) -> None:
+    """The report's Jinja2 templates are package data of a non-editable install; without the `spark` extra
+    (jinja2, plotly) binlogd-audit says what to install, exit 2, no traceback."""
+    probe = ("from importlib.resources import files; t = files('binlogd.spark_analytics') / 'templates'; "
+             "print((t / 'report.html.j2').is_file(), (t / 'report.css').is_file())")
+    r = _run([str(user_venv / "bin" / "python"), "-c", probe], cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.split() == ["True", "True"], r.stdout + r.stderr
+    (tmp_path / "b").mkdir()
+    (tmp_path / "l").mkdir()
+    r = _run([str(user_venv / "bin" / "binlogd-audit"), "--binlog-dir", "b", "--ledger", "l", "--out", "o"],
+             cwd=tmp_path)
+    assert r.returncode == 2 and "the HTML report needs" in r.stderr and "pip install 'binlogd[spark]'" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "o").exists(), r.stderr
