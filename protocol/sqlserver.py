@@ -114,7 +114,7 @@ class SafeStream:
 def _feed(transport: asyncio.BaseTransport, data: bytes) -> None:
     """Give bytes read before the TLS upgrade to the TLS protocol now installed on `transport`."""
     protocol = transport.get_protocol()
-    if transport.is_closing() or not isinstance(protocol, asyncio.BufferedProtocol):
+    if transport.is_closing() or not _is_tls_protocol(protocol):
         transport.close()
         return
     view = memoryview(data)
@@ -124,6 +124,13 @@ def _feed(transport: asyncio.BaseTransport, data: bytes) -> None:
         buf[:n] = view[:n]
         protocol.buffer_updated(n)
         view = view[n:]
+
+
+def _is_tls_protocol(protocol: object) -> bool:
+    """Is start_tls's protocol installed? asyncio's SSLProtocol is a BufferedProtocol; uvloop's has the same
+    get_buffer / buffer_updated methods without the base class."""
+    return isinstance(protocol, asyncio.BufferedProtocol) or (
+        hasattr(protocol, "get_buffer") and hasattr(protocol, "buffer_updated"))
 
 
 class AuthFailed(Exception):
@@ -180,7 +187,7 @@ class StrictConnection(Connection):
             """Runs after start_tls installed the TLS protocol: the bytes the StreamReader got until then, including
             a hello whose read was already queued behind this coroutine when the upgrade began (it still went to the
             StreamReader, and the handshake stalled until its timeout: seen once in a full test run)."""
-            if not isinstance(transport.get_protocol(), asyncio.BufferedProtocol):
+            if not _is_tls_protocol(transport.get_protocol()):
                 if not upgrade.done() and not transport.is_closing():
                     loop.call_soon(feed_early)  # start_tls is still draining the writer: not installed yet
                 return

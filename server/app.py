@@ -302,6 +302,7 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
              f", relaying {cfg.upstream.label}" if cfg.upstream else "")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    log.info("event loop: %s", type(loop).__module__.split(".")[0])  # uvloop or asyncio (--event-loop)
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)

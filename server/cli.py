@@ -663,7 +663,6 @@ def _serve(args: argparse.Namespace) -> int:
             loop_name = event_loop.resolve(args.event_loop)
         except ValueError as e:
             raise UsageError(str(e)) from None
-        logging.getLogger("binlogd").info("event loop: %s", loop_name)
         event_loop.run(serve(cfg), loop_name)
     except (UsageError, StartupError, StoreError, UsersFileError, BinlogWriteError, LedgerError) as e:
         print(f"binlogd: {e}", file=sys.stderr)

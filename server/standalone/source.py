@@ -187,12 +187,20 @@ class StandaloneSource:
         semi-sync, acknowledged by a replica (or the semi-sync timeout passed)."""
         if not groups:
             return
-        fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
-        self._pending.append((groups, fut))
-        if not self._draining:
-            self._draining = True
-            self._drainer = asyncio.get_running_loop().create_task(self._drain(), name="binlog-group-commit")
-        file, end = await fut
+        if not self._draining and self._write_inline(groups):
+            # nothing queued before it: appended now, without a task, a future and two more loop iterations
+            try:
+                self.files.write_groups(groups)
+            except (OSError, BinlogWriteError) as e:
+                raise self._write_error(e) from e
+            file, end = self.files.last_ends[-1]
+        else:
+            fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
+            self._pending.append((groups, fut))
+            if not self._draining:
+                self._draining = True
+                self._drainer = asyncio.get_running_loop().create_task(self._drain(), name="binlog-group-commit")
+            file, end = await fut
         if self.semi_sync is not None:
             await self.semi_sync.wait(file, end)
 
@@ -207,14 +215,13 @@ class StandaloneSource:
                     else:
                         gtids = await self._run(self.files.write_groups, groups)
                 except (OSError, BinlogWriteError) as e:
-                    log.error("binlog write failed: %s", e)
-                    err = SqlError(ER_ERROR_ON_WRITE, f"Error writing file '{self.writer.active}' "
-                                   f"(errno: {getattr(e, 'errno', 0) or 0} \"{getattr(e, 'strerror', e)}\")")
+                    err = self._write_error(e)
                     for _, fut in batch:
                         if not fut.done():
                             fut.set_exception(err)
                     continue
-                log.debug("committed %d group(s): %s", len(groups), " ".join(gtids))
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug("committed %d group(s): %s", len(groups), " ".join(gtids))
                 ends = self.files.last_ends
                 i = 0
                 for gs, fut in batch:
@@ -223,6 +230,12 @@ class StandaloneSource:
                         fut.set_result(ends[i - 1])  # the end of this commit's last group
         finally:
             self._draining = False
+
+    def _write_error(self, e: OSError | BinlogWriteError) -> SqlError:
+        """A failed binlog write (logged) as the client's MariaDB 1026."""
+        log.error("binlog write failed: %s", e)
+        return SqlError(ER_ERROR_ON_WRITE, f"Error writing file '{self.writer.active}' "
+                        f"(errno: {getattr(e, 'errno', 0) or 0} \"{getattr(e, 'strerror', e)}\")")
 
     async def purge(self, req: PurgeRequest) -> list[str]:
         """PURGE BINARY LOGS or expiry, in the writer thread (never racing a commit or a rotation)."""
