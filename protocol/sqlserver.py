@@ -111,6 +111,15 @@ class SafeStream:
                 return data
 
 
+def extra_info(writer: asyncio.StreamWriter, name: str) -> Any:
+    """writer.get_extra_info(name), None once the socket is gone: uvloop asks the socket each time (and raises
+    on a closed one) where asyncio's transport answers from what it cached at connect."""
+    try:
+        return writer.get_extra_info(name)
+    except (OSError, ValueError):
+        return None
+
+
 def _feed(transport: asyncio.BaseTransport, data: bytes) -> None:
     """Give bytes read before the TLS upgrade to the TLS protocol now installed on `transport`."""
     protocol = transport.get_protocol()
@@ -168,7 +177,7 @@ class StrictConnection(Connection):
 
     @property
     def tls_active(self) -> bool:
-        return self.stream.writer.get_extra_info("ssl_object") is not None
+        return extra_info(self.stream.writer, "ssl_object") is not None
 
     async def _start_tls(self) -> None:
         """Upgrade after the client's SSLRequest. A failed handshake (bad certificate, garbage instead of a TLS
@@ -207,10 +216,17 @@ class StrictConnection(Connection):
                 upgrade.cancel()
         reader._transport = writer.transport  # pause/resume reading on the TLS transport
 
+    _peer_host: str | None = None
+
     @property
     def peer_host(self) -> str:
-        peer = self.stream.writer.get_extra_info("peername")
-        return str(peer[0]) if peer else "unknown"
+        """The client's address, kept from the first ask (the handshake's), while the socket was open."""
+        if self._peer_host is None:
+            peer = extra_info(self.stream.writer, "peername")
+            if not peer:
+                return "unknown"
+            self._peer_host = str(peer[0])
+        return self._peer_host
 
     async def _start(self) -> None:
         """mimic's _start, except that a failed handshake is answered once (1043 or 1045) and logged

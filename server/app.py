@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from binlogd.protocol.constants import ER_CON_COUNT_ERROR, ER_UNKNOWN_ERROR
 from binlogd.protocol.decision import Compat
 from binlogd.protocol.packets import early_err_packet, err_packet
-from binlogd.protocol.sqlserver import SafeStream
+from binlogd.protocol.sqlserver import SafeStream, extra_info
 from mysql_mimic.server import MysqlServer
 
 from .auth import BinlogdIdentityProvider, UsersFileError
@@ -106,7 +106,7 @@ class BinlogdServer(MysqlServer):
             await s.wait_closed()
 
     async def _client_connected_cb(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
+        sock = extra_info(writer, "socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

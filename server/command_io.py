@@ -20,14 +20,20 @@ class _Seq(Protocol):
     def __next__(self) -> int: ...
 
 
-class _Stream(Protocol):
-    """What is used of SafeStream (protocol/sqlserver.py): its StreamReader/Writer, sequence ids and size limit."""
+class _Inner(Protocol):
+    """What is used of mimic's MysqlStream: its StreamReader/Writer, sequence ids and write buffer."""
 
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     seq: _Seq
+    _buffer: bytearray
+
+
+class _Stream(Protocol):
+    """What is used of SafeStream (protocol/sqlserver.py): mimic's stream it wraps, its size limit and I/O."""
+
+    _inner: _Inner
     max_payload: int
-    _buffer: bytearray  # mimic's write buffer
 
     async def read(self) -> bytes: ...
 
@@ -37,14 +43,15 @@ class _Stream(Protocol):
 def take_buffered_packet(stream: _Stream) -> bytes | None:
     """The next packet's payload if the whole packet is already buffered with the expected sequence id, else None
     (the caller then reads through `stream.read`, which waits, times out and answers bad framing)."""
-    reader = stream.reader
+    inner = stream._inner  # SafeStream forwards attributes to it, one lookup at a time
+    reader = inner.reader
     buf: bytearray = reader._buffer  # type: ignore[attr-defined]
     n = len(buf)
     if n < 4:
         return None
     word = int.from_bytes(buf[:4], "little")
     length = word & 0xFFFFFF
-    seq = stream.seq
+    seq = inner.seq
     if length == 0xFFFFFF or n < 4 + length or word >> 24 != seq.value or length > stream.max_payload:
         return None
     data = bytes(buf[4 : 4 + length])
@@ -62,11 +69,12 @@ async def read_packet(stream: _Stream) -> bytes:
 
 async def write_packet(stream: _Stream, payload: bytes) -> None:
     """One framed packet (payload below 16 MiB) straight to the transport; waits only under back-pressure."""
-    if stream._buffer:  # mimic's own write buffer holds packets: keep their order
+    inner = stream._inner
+    if inner._buffer:  # mimic's own write buffer holds packets: keep their order
         await stream.write(payload)
         return
-    writer = stream.writer
-    writer.write((len(payload) | next(stream.seq) << 24).to_bytes(4, "little") + payload)
+    writer = inner.writer
+    writer.write((len(payload) | next(inner.seq) << 24).to_bytes(4, "little") + payload)
     transport = writer.transport
     if transport.get_write_buffer_size() or transport.is_closing():
         await writer.drain()  # back-pressure, or the error of a connection that is gone

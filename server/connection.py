@@ -27,7 +27,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.decision import clamp_capability
 from binlogd.protocol.packets import err_packet, ok_packet
-from binlogd.protocol.sqlserver import MALFORMED_INPUT, SafeStream, StrictConnection
+from binlogd.protocol.sqlserver import MALFORMED_INPUT, SafeStream, StrictConnection, extra_info
 from mysql_mimic import packets, types
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
@@ -479,7 +479,7 @@ class ReplicationConnection(StrictConnection):
     def _ledger_info(self) -> dict[str, object]:
         """Who is dumping, for the audit ledger's `conn` record (docs/ledger.md)."""
         st = self.rsession.state
-        peer = self.stream.writer.get_extra_info("peername")
+        peer = extra_info(self.stream.writer, "peername")
         return {"thread_id": self.connection_id, "peer": f"{peer[0]}:{peer[1]}" if peer else None,
                 "user": self.session.username, "capability_set": "mariadb_slave_capability" in st.user_vars}
 
