@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from binlogd.protocol.binlog_file import basename_problem
 from binlogd.protocol.decision import Compat
+from binlogd.server import event_loop
 
 if TYPE_CHECKING:
     from binlogd.protocol.tls_options import TlsOptions
@@ -276,7 +277,7 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                    "(README: table filters)")
     c.add_argument("--log-level", default=argparse.SUPPRESS, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="log verbosity (default INFO)")
-    c.add_argument("--event-loop", choices=["auto", "uvloop", "asyncio"], default=None,
+    c.add_argument("--event-loop", choices=list(event_loop.CHOICES), default=None,
                    help="the asyncio event loop: uvloop (libuv, faster per packet) or asyncio's own; auto: uvloop "
                    "when installed (the default)")
     c.add_argument("--max-connections", type=_max_connections, default=None, metavar="N",
@@ -649,7 +650,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from . import event_loop
     from .app import serve
     from .auth import UsersFileError
     from .binlog_writer import BinlogWriteError
