@@ -73,12 +73,14 @@ from benchmarks.dump_throughput import (
 )
 from binlogd.testing import Binlogd, MariaDB, find_binary
 
-TARGETS = ("mariadb", "binlogd", "binlogd-tables-info")
-DEFAULT_TARGETS = TARGETS
+TARGETS = ("mariadb", "binlogd", "binlogd-tables-info", "binlogd-asyncio", "binlogd-alt")
+DEFAULT_TARGETS = TARGETS[:3]
 TARGET_LABELS = {
     "mariadb": "MariaDB 10.11 (BLACKHOLE, STATEMENT)",
     "binlogd": "binlogd standalone",
     "binlogd-tables-info": "binlogd --binlog-with-tables-info",
+    "binlogd-asyncio": "binlogd --event-loop asyncio",
+    "binlogd-alt": "binlogd from --binlogd-tree",
 }
 SETUP = [
     "CREATE DATABASE bench",
@@ -261,7 +263,7 @@ def verify(server: Server, result: RunResult, expected: int, with_tables_info: b
 
 
 def start_servers(keys: Sequence[str], work: Path, sync_binlog: int, stack: contextlib.ExitStack,
-                  console: Console) -> list[Server]:
+                  console: Console, tree: Path | None = None) -> list[Server]:
     servers = []
     for key in keys:
         if key == "mariadb":
@@ -272,7 +274,13 @@ def start_servers(keys: Sequence[str], work: Path, sync_binlog: int, stack: cont
             servers.append(Server(key, TARGET_LABELS[key], m.host, m.port, m.pid, m.datadir))
         else:
             datadir = work / key
-            b = Binlogd.start(_binlogd_args(key, datadir, sync_binlog), log_path=work / f"{key}.log")
+            if key == "binlogd-alt":  # another source tree (before/after a patch), through the launcher
+                if tree is None:
+                    raise ValueError("binlogd-alt needs --binlogd-tree")
+                b = Binlogd.start(_binlogd_args(key, datadir, sync_binlog), log_path=work / f"{key}.log",
+                                  env={"BINLOGD_BENCH_TREE": str(tree)}, module=LAUNCHER, cwd=REPO_ROOT)
+            else:
+                b = Binlogd.start(_binlogd_args(key, datadir, sync_binlog), log_path=work / f"{key}.log")
             stack.callback(b.stop)
             servers.append(Server(key, TARGET_LABELS[key], b.host, b.port, b.pid, datadir))
         console.print(f"started {TARGET_LABELS[key]} on port {servers[-1].port} (pid {servers[-1].pid})")
@@ -283,6 +291,8 @@ def _binlogd_args(key: str, datadir: Path, sync_binlog: int) -> list[str]:
     args = ["--datadir", str(datadir), "--sync-binlog", str(sync_binlog)]
     if key == "binlogd-tables-info":
         args.append("--binlog-with-tables-info")
+    if key == "binlogd-asyncio":  # the standard loop (default: uvloop when installed), for the comparison
+        args += ["--event-loop", "asyncio"]
     return args
 
 
@@ -411,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="concurrent pymysql writers, a list measures each (default 8; e.g. 1,8)")
     p.add_argument("--statements", type=int, default=2000, help="statements per writer (default 2000)")
     p.add_argument("--targets", type=_targets, default=list(DEFAULT_TARGETS),
-                   help=f"servers to measure, from {','.join(TARGETS)} (default: all)")
+                   help=f"servers to measure, from {','.join(TARGETS)} (default: the first three)")
     p.add_argument("--repeat", type=int, default=1,
                    help="runs per server, interleaved; the shortest wall is reported (default 1, as the issue asks; "
                    "more give steadier figures on a shared machine)")
@@ -420,6 +430,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "MariaDB's default; e.g. 0,1)")
     p.add_argument("--classes", type=_classes, default=["mix"],
                    help=f"statement classes, each measured alone, from {','.join(CLASSES)} (default mix)")
+    p.add_argument("--binlogd-tree", type=Path,
+                   help="a source tree (e.g. `git archive COMMIT | tar -x -C DIR`) that target binlogd-alt runs, "
+                   "for before/after figures in one run")
     p.add_argument("--work-dir", type=Path, help="servers' directories (default: a new directory under /tmp)")
     p.add_argument("--keep", action="store_true", help="keep server directories and logs")
     p.add_argument("--profile", choices=TARGETS[1:],
@@ -438,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.writers) < 1 or args.statements < 1 or args.repeat < 1 or min(args.sync_binlog) < 0:
         console.print("[red]--writers, --statements and --repeat must be >= 1, --sync-binlog >= 0[/]")
         return 2
+    if "binlogd-alt" in args.targets and args.binlogd_tree is None:
+        console.print("[red]target binlogd-alt needs --binlogd-tree DIR[/]")
+        return 2
     missing = [b for b in ("mariadbd", "mariadb-install-db") if find_binary(b) is None]
     if "mariadb" in args.targets and missing:
         console.print(f"[red]missing MariaDB programs: {', '.join(missing)} (make mariadb)[/]")
@@ -453,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
             work = outer.enter_context(_dir(args.work_dir, "binlogd-writes-", None, args.keep, console))
             for sync in args.sync_binlog:
                 with contextlib.ExitStack() as stack:  # servers restarted per sync_binlog value
-                    servers = start_servers(args.targets, work / f"sync{sync}", sync, stack, console)
+                    servers = start_servers(args.targets, work / f"sync{sync}", sync, stack, console,
+                                            args.binlogd_tree)
                     for s in servers:
                         _setup(s)
                         versions[s.key] = s.version

@@ -1090,12 +1090,25 @@ def build_event(
 
     The FDE CRC is computed as if BINLOG_IN_USE were clear, so it stays valid when that flag is cleared.
     """
+    if checksum and type_code != FORMAT_DESCRIPTION_EVENT:
+        return checksummed_event(type_code, body, timestamp, server_id, log_pos, flags)
     with_crc = checksum or type_code == FORMAT_DESCRIPTION_EVENT
     length = HEADER_LEN + len(body) + (CRC_LEN if with_crc else 0)
     head = EventHeader(timestamp, type_code, server_id, length, log_pos, flags).pack()
     if not with_crc:
         return head + body
     data = head + body
+    return data + event_crc(data).to_bytes(CRC_LEN, "little")
+
+
+def checksummed_event(type_code: int, body: bytes, timestamp: int, server_id: int, log_pos: int, flags: int) -> bytes:
+    """Header + body + CRC32 of an event other than the FDE (whose CRC has the in-use rule: `build_event`).
+
+    The standalone primary's per-statement path: one struct pack and the CRC, no intermediate objects."""
+    try:
+        data = _HEADER.pack(timestamp, type_code, server_id, HEADER_LEN + len(body) + CRC_LEN, log_pos, flags) + body
+    except struct.error as exc:
+        raise ValueError(f"header field out of range: {exc}") from None
     return data + event_crc(data).to_bytes(CRC_LEN, "little")
 
 

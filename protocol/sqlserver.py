@@ -111,10 +111,19 @@ class SafeStream:
                 return data
 
 
+def extra_info(writer: asyncio.StreamWriter, name: str) -> Any:
+    """writer.get_extra_info(name), None once the socket is gone: uvloop asks the socket each time (and raises
+    on a closed one) where asyncio's transport answers from what it cached at connect."""
+    try:
+        return writer.get_extra_info(name)
+    except (OSError, ValueError):
+        return None
+
+
 def _feed(transport: asyncio.BaseTransport, data: bytes) -> None:
     """Give bytes read before the TLS upgrade to the TLS protocol now installed on `transport`."""
     protocol = transport.get_protocol()
-    if transport.is_closing() or not isinstance(protocol, asyncio.BufferedProtocol):
+    if transport.is_closing() or not _is_tls_protocol(protocol):
         transport.close()
         return
     view = memoryview(data)
@@ -124,6 +133,13 @@ def _feed(transport: asyncio.BaseTransport, data: bytes) -> None:
         buf[:n] = view[:n]
         protocol.buffer_updated(n)
         view = view[n:]
+
+
+def _is_tls_protocol(protocol: object) -> bool:
+    """Is start_tls's protocol installed? asyncio's SSLProtocol is a BufferedProtocol; uvloop's has the same
+    get_buffer / buffer_updated methods without the base class."""
+    return isinstance(protocol, asyncio.BufferedProtocol) or (
+        hasattr(protocol, "get_buffer") and hasattr(protocol, "buffer_updated"))
 
 
 class AuthFailed(Exception):
@@ -161,7 +177,7 @@ class StrictConnection(Connection):
 
     @property
     def tls_active(self) -> bool:
-        return self.stream.writer.get_extra_info("ssl_object") is not None
+        return extra_info(self.stream.writer, "ssl_object") is not None
 
     async def _start_tls(self) -> None:
         """Upgrade after the client's SSLRequest. A failed handshake (bad certificate, garbage instead of a TLS
@@ -180,7 +196,7 @@ class StrictConnection(Connection):
             """Runs after start_tls installed the TLS protocol: the bytes the StreamReader got until then, including
             a hello whose read was already queued behind this coroutine when the upgrade began (it still went to the
             StreamReader, and the handshake stalled until its timeout: seen once in a full test run)."""
-            if not isinstance(transport.get_protocol(), asyncio.BufferedProtocol):
+            if not _is_tls_protocol(transport.get_protocol()):
                 if not upgrade.done() and not transport.is_closing():
                     loop.call_soon(feed_early)  # start_tls is still draining the writer: not installed yet
                 return
@@ -200,10 +216,17 @@ class StrictConnection(Connection):
                 upgrade.cancel()
         reader._transport = writer.transport  # pause/resume reading on the TLS transport
 
+    _peer_host: str | None = None
+
     @property
     def peer_host(self) -> str:
-        peer = self.stream.writer.get_extra_info("peername")
-        return str(peer[0]) if peer else "unknown"
+        """The client's address, kept from the first ask (the handshake's), while the socket was open."""
+        if self._peer_host is None:
+            peer = extra_info(self.stream.writer, "peername")
+            if not peer:
+                return "unknown"
+            self._peer_host = str(peer[0])
+        return self._peer_host
 
     async def _start(self) -> None:
         """mimic's _start, except that a failed handshake is answered once (1043 or 1045) and logged

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from binlogd.protocol.constants import ER_CON_COUNT_ERROR, ER_UNKNOWN_ERROR
 from binlogd.protocol.decision import Compat
 from binlogd.protocol.packets import early_err_packet, err_packet
-from binlogd.protocol.sqlserver import SafeStream
+from binlogd.protocol.sqlserver import SafeStream, extra_info
 from mysql_mimic.server import MysqlServer
 
 from .auth import BinlogdIdentityProvider, UsersFileError
@@ -106,7 +106,7 @@ class BinlogdServer(MysqlServer):
             await s.wait_closed()
 
     async def _client_connected_cb(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
+        sock = extra_info(writer, "socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -302,6 +302,7 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
              f", relaying {cfg.upstream.label}" if cfg.upstream else "")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    log.info("event loop: %s", type(loop).__module__.split(".")[0])  # uvloop or asyncio (--event-loop)
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import re
 import sys
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from binlogd.protocol.binlog_file import basename_problem
 from binlogd.protocol.decision import Compat
+from binlogd.server import event_loop
 
 if TYPE_CHECKING:
     from binlogd.protocol.tls_options import TlsOptions
@@ -277,6 +277,9 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                    "(README: table filters)")
     c.add_argument("--log-level", default=argparse.SUPPRESS, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="log verbosity (default INFO)")
+    c.add_argument("--event-loop", choices=list(event_loop.CHOICES), default=None,
+                   help="the asyncio event loop: uvloop (libuv, faster per packet) or asyncio's own; auto: uvloop "
+                   "when installed (the default)")
     c.add_argument("--max-connections", type=_max_connections, default=None, metavar="N",
                    help="client connections at once, 10-100000 (default 151, MariaDB's); one more is kept for an "
                    "account with ALL privileges; beyond: ERR 1040 Too many connections")
@@ -656,7 +659,11 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         cfg = serve_config(args)
-        asyncio.run(serve(cfg))
+        try:
+            loop_name = event_loop.resolve(args.event_loop)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        event_loop.run(serve(cfg), loop_name)
     except (UsageError, StartupError, StoreError, UsersFileError, BinlogWriteError, LedgerError) as e:
         print(f"binlogd: {e}", file=sys.stderr)
         return 2

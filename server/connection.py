@@ -27,7 +27,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.decision import clamp_capability
 from binlogd.protocol.packets import err_packet, ok_packet
-from binlogd.protocol.sqlserver import MALFORMED_INPUT, StrictConnection
+from binlogd.protocol.sqlserver import MALFORMED_INPUT, SafeStream, StrictConnection, extra_info
 from mysql_mimic import packets, types
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
@@ -35,9 +35,10 @@ from mysql_mimic.results import ResultColumn, ensure_result_set
 from mysql_mimic.results import ResultSet as ResultSet_
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
-from mysql_mimic.types import ColumnType
+from mysql_mimic.types import Capabilities, ColumnType
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
+from . import command_io
 from .dump import DumpParams, DumpStream
 from .expiry import purge_request
 from .fault_writer import FaultWriter
@@ -230,7 +231,7 @@ class ReplicationConnection(StrictConnection):
         while True:
             self._set_read_timeout(self._wait_timeout())
             try:
-                data = await self.stream.read()
+                data = await self._read_command()
             except ConnectionClosed:
                 return
             except MysqlError as e:  # out-of-order sequence ids, oversized packets: answer, then close
@@ -284,18 +285,49 @@ class ReplicationConnection(StrictConnection):
     async def _com_query(self, data: bytes) -> None:
         """COM_QUERY as mimic's handle_query does it, without its dispatch and wrapper layers (the write load's
         per-packet path): OK when the session answers None, else the text result set through mimic's writer."""
-        q = packets.parse_com_query(capabilities=self.capabilities, client_charset=self.client_charset, data=data)
+        if Capabilities.CLIENT_QUERY_ATTRIBUTES in self.capabilities:
+            q = packets.parse_com_query(capabilities=self.capabilities, client_charset=self.client_charset,
+                                        data=data)
+            sql, attrs = q.sql, q.query_attrs
+        else:  # the text is the whole packet (mimic's parse, without its reader objects)
+            sql, attrs = data.decode(self.client_charset.codec), {}
         started = time.monotonic()
         try:
-            result = await self.rsession.handle_query(q.sql, q.query_attrs)
+            result = await self.rsession.handle_query(sql, attrs)
         finally:
             took = time.monotonic() - started
             if took > SLOW_STATEMENT_S:  # named, so that a statement that stalls the server can be found
-                log.warning("connection %d: a statement took %.1f s: %.300r", self.connection_id, took, q.sql)
+                log.warning("connection %d: a statement took %.1f s: %.300r", self.connection_id, took, sql)
         if result is None:
-            await self.stream.write(self.ok())
+            await self._write_ok()
             return
         await self.write_text_resultset(await ensure_result_set(result))
+
+    async def _read_command(self) -> bytes:
+        """The next command packet (server/command_io.py: no await when it is already buffered)."""
+        stream = self.stream
+        if isinstance(stream, SafeStream):
+            return await command_io.read_packet(stream)
+        return await stream.read()
+
+    _ok_cache: tuple[object, bytes] | None = None  # (capabilities, status flags) -> the OK's payload
+
+    async def _write_ok(self) -> None:
+        """The OK of a statement without a result (built once per capabilities and status flags)."""
+        key = (self.capabilities, self.status_flags)
+        cached = self._ok_cache
+        if self._login_refusal is not None:  # (the login's refusal takes the OK's place: StrictConnection.ok)
+            payload = self.ok()
+        elif cached is None or cached[0] != key:
+            payload = self.ok()
+            self._ok_cache = (key, payload)
+        else:
+            payload = cached[1]
+        stream = self.stream
+        if isinstance(stream, SafeStream):
+            await command_io.write_packet(stream, payload)
+        else:
+            await stream.write(payload)
 
     async def handle_change_user(self, data: bytes) -> None:
         await super().handle_change_user(data)
@@ -447,7 +479,7 @@ class ReplicationConnection(StrictConnection):
     def _ledger_info(self) -> dict[str, object]:
         """Who is dumping, for the audit ledger's `conn` record (docs/ledger.md)."""
         st = self.rsession.state
-        peer = self.stream.writer.get_extra_info("peername")
+        peer = extra_info(self.stream.writer, "peername")
         return {"thread_id": self.connection_id, "peer": f"{peer[0]}:{peer[1]}" if peer else None,
                 "user": self.session.username, "capability_set": "mariadb_slave_capability" in st.user_vars}
 

@@ -369,12 +369,17 @@ class BinlogStore:
     def publish(self, name: str, end: int) -> None:
         """Make `name` up to `end` readable (binlogd's writer, after a commit) and wake waiting dumps.
 
-        Thread-safe: called from the writer's thread; the wake-up is scheduled on the bound loop.
+        Thread-safe: called from the writer's thread or the loop; the wake-up is scheduled on the bound loop.
         """
         self._published = (name, end)
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._bump)
+            try:
+                on_loop = asyncio.get_running_loop() is loop
+            except RuntimeError:  # the writer thread
+                on_loop = False
+            # on the loop itself (standalone appends with sync_binlog 0) no self-pipe write and wake-up is needed
+            (loop.call_soon if on_loop else loop.call_soon_threadsafe)(self._bump)
 
     def forget(self, names: list[str]) -> None:
         """Drop cached heads of purged files."""

@@ -63,7 +63,7 @@ from binlogd.protocol.events import (
     StatusVarValue,
     UserVarBody,
     XidBody,
-    build_event,
+    checksummed_event,
     encode_gtid,
     encode_intvar,
     encode_query,
@@ -254,8 +254,7 @@ def encode_group(g: Group, *, server_id: int, domain_id: int, seq_no: int, start
     def add(type_code: int, body: bytes, flags: int, ts: int) -> None:
         nonlocal pos
         pos += HEADER_LEN + len(body) + 4
-        out.extend(build_event(type_code=type_code, body=body, checksum=True, timestamp=ts, server_id=server_id,
-                               log_pos=pos, flags=flags | skip))
+        out.extend(checksummed_event(type_code, body, ts, server_id, pos, flags | skip))
 
     add(GTID_EVENT, gtid_body(seq_no, domain_id, g.ddl), LOG_EVENT_SUPPRESS_USE_F, g.timestamp)
     for type_code, body, flags, ts in g.events:
