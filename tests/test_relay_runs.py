@@ -12,6 +12,7 @@ import pytest
 from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, HEARTBEAT_LOG_EVENT, ROTATE_EVENT
 from binlogd.protocol.dump_runs import MIN_PACKETS, EventRun
 from binlogd.protocol.events import build_event, iter_binlog
+from binlogd.protocol.rewrite import fix_fde
 from binlogd.server.binlog_writer import BinlogWriter
 from binlogd.server.relay.status import RelayStatus
 from binlogd.server.relay.storage import RelayError, RelayStorage
@@ -109,3 +110,18 @@ def test_a_run_it_cannot_take_whole_goes_one_by_one(tmp_path: Path) -> None:
     kept = gap.w.committed
     assert gap.w.store.end_of(NAME) == kept and src[:kept] == _stored(gap)[:kept]
     assert kept > BIN_LOG_HEADER_SIZE + sum(len(e) for e in events[:3])
+
+
+def test_a_gtid_start_resending_the_file_in_one_run(tmp_path: Path) -> None:
+    """A GTID-started dump re-sends the active file from its start: in one run with its ends, the duplicates are
+    skipped one by one and what follows them is stored as a stretch; the file equals the source."""
+    events = [bytes(e) for _, e in iter_binlog(SOURCE.read_bytes())]
+    st = _storage(tmp_path, "g")
+    st.feed([_fake_rotate(4) + b"".join(events[:12])])
+    cut = st.w.committed
+    st.abort()
+    st.begin(1, gtid=True)
+    fde = fix_fde(events[0], zero_log_pos=True, zero_created=True, checksum_alg=1)
+    st.feed([_run([_fake_rotate(4), fde, *events[1:]])])
+    assert st.w.committed > cut and st.status.groups_stored > 0
+    assert _stored(st) == SOURCE.read_bytes()

@@ -286,7 +286,10 @@ class RelayStorage:
                 self._store_stretch(data, starts, ends, typ, gtid, i, j)
                 i = j
                 continue
-            k = min(n, j + 1)  # the short stretch and the event that ended it, one by one
+            k = n  # one by one: up to the next event that may start a stretch (past a GTID start's duplicates)
+            if j < n:
+                may = plain[j + 1 :] & (log_pos[j + 1 :] > self.dedupe_until)
+                k = j + 1 + int(np.argmax(may)) if may.any() else n
             self._feed_run(mv[starts[i] : ends[k - 1]])
             i = k
 
