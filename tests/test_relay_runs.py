@@ -50,8 +50,10 @@ def _summary(st: RelayStorage) -> tuple[object, ...]:
             s.gtid_io_pos, s.stored_pos, st.last_ts, st.tracker.state, list(st._pending_gtids))
 
 
+@pytest.mark.parametrize("pieces", [1, 3])
 @pytest.mark.parametrize("cut", [3, 4, 5, 7, 11])
-def test_whole_runs_store_what_the_walk_stores(tmp_path: Path, cut: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_whole_runs_store_what_the_walk_stores(tmp_path: Path, cut: int, pieces: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     events = [bytes(e) for _, e in iter_binlog(SOURCE.read_bytes())]
     assert events[-1][4] == ROTATE_EVENT and len(events) - 1 - cut >= MIN_PACKETS
     head, body = [_fake_rotate(4), *events[:cut]], events[cut:-1]  # FDE, GTID_LIST, ...; the closing ROTATE apart
@@ -67,9 +69,10 @@ def test_whole_runs_store_what_the_walk_stores(tmp_path: Path, cut: int, monkeyp
     walk, runs = _storage(tmp_path, "walk"), _storage(tmp_path, "runs")
     walk.feed([b"".join(head)])
     runs.feed([b"".join(head)])
-    # the same bytes in the same batches: without ends, and as one whole run
+    # the same bytes in the same batches: without ends, and as whole runs (a batch of several is joined first)
     walk.feed([b"".join(body)])
-    runs.feed([_run(body)])
+    step = len(body) // pieces + 1
+    runs.feed([_run(body[k : k + step]) for k in range(0, len(body), step)])
     assert whole == 1
     assert _summary(runs) == _summary(walk)
     walk.feed([events[-1]])

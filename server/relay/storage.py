@@ -83,6 +83,27 @@ def _refuse(why: str) -> RelayError:
                       f"({why})")
 
 
+def _joined(runs: Sequence[bytes | bytearray | EventRun]) -> list[bytes | bytearray | EventRun]:
+    """Consecutive EventRuns of a batch as one (one copy, C speed): the per-run numpy costs are paid once per
+    batch, whatever the size of the socket reads."""
+    out: list[bytes | bytearray | EventRun] = []
+    group: list[EventRun] = []
+    for run in (*runs, None):
+        if isinstance(run, EventRun):
+            group.append(run)
+            continue
+        if len(group) > 1:
+            offsets = np.cumsum([0] + [len(r.data) for r in group[:-1]])
+            out.append(EventRun(b"".join(r.data for r in group),
+                                np.concatenate([r.ends + off for r, off in zip(group, offsets.tolist(), strict=True)])))
+        else:
+            out.extend(group)
+        group = []
+        if run is not None:
+            out.append(run)
+    return out
+
+
 def is_known_type(type_code: int, flags: int) -> bool:
     """Known to MariaDB 10.11 (its type list), or flagged IGNORABLE (a newer primary's optional event)."""
     return type_code in EVENT_TYPE_NAMES or bool(flags & LOG_EVENT_IGNORABLE_F)
@@ -191,7 +212,7 @@ class RelayStorage:
         verified, header lengths checked; a single event is a run too). One write and one commit for its whole
         groups. A run whose event ends are known is stored in stretches (`_feed_indexed`)."""
         try:
-            for run in runs:
+            for run in _joined(runs):
                 if isinstance(run, EventRun):
                     self._feed_indexed(run)
                 else:
