@@ -290,6 +290,9 @@ class RelayStorage:
         a GTID start's duplicates, anything to refuse) go the one-by-one way, with its rules and errors."""
         data, ends = run.data, run.ends
         n = len(ends)
+        if n < MIN_PACKETS:  # a few events (a quiet upstream: each transaction as it commits): numpy costs more
+            self._feed_run(data)
+            return
         starts = np.concatenate((_ZERO, ends[:-1]))
         typ = np.frombuffer(data, np.uint8)[starts + 4]
         plain = _PLAIN_NP[typ] & ~(np.frombuffer(data, np.uint8)[starts + 17] & LOG_EVENT_ARTIFICIAL_F).astype(bool)
