@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from binlogd.protocol.binlog_file import fde_checksum_alg
+from binlogd.protocol.connection import ClientConfig, ReplicationClient, ReplicationError
 from binlogd.protocol.constants import (
     BINLOG_CHECKSUM_ALG_CRC32,
     FORMAT_DESCRIPTION_EVENT,
@@ -168,3 +169,29 @@ def test_state_update_all_equals_update_one_by_one(gtids: list[tuple[int, int, i
     assert a._by_domain == b._by_domain and list(a._by_domain) == list(b._by_domain)
     assert [list(m) for m in a._by_domain.values()] == [list(m) for m in b._by_domain.values()]
     assert list(a._last.items()) == list(b._last.items())
+
+
+def _client() -> ReplicationClient:
+    """A client's dump-phase state without a socket: `_split` is pure over the bytes it is given."""
+    client = ReplicationClient(ClientConfig(host="127.0.0.1", port=1, server_id=9), None, None)  # type: ignore[arg-type]
+    client._packets.expected_seq = 1
+    client._alg = BINLOG_CHECKSUM_ALG_CRC32
+    return client
+
+
+def test_split_of_a_long_read_with_a_corrupt_event(events: list[bytes]) -> None:
+    """Through the client: the events before a corrupted one come as a run with their ends, then the same 1743 error
+    the per-event path gives; an FDE inside a long read is taken one by one and the scan resumes after it."""
+    evs = _plain(events)
+    k = MIN_PACKETS + 3
+    data = bytearray(_packets(evs))
+    data[len(_packets(evs[:k])) + 5 + 30] ^= 1
+    run, used, stop = _client()._split(bytes(data))
+    assert isinstance(stop, ReplicationError) and stop.code == 1743
+    assert run.data == b"".join(evs[:k]) and run.ends.tolist() == np.cumsum([len(e) for e in evs[:k]]).tolist()
+    fde = next(e for e in events if e[4] == FORMAT_DESCRIPTION_EVENT)
+    with_fde = [*evs[:k], fde, *evs[k:]]
+    whole = _packets(with_fde)
+    run, used, stop = _client()._split(whole)
+    assert stop is None and used == len(whole) and run.data == b"".join(with_fde)
+    assert run.ends.tolist() == np.cumsum([len(e) for e in with_fde]).tolist()
