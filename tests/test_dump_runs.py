@@ -135,8 +135,49 @@ def test_feed_run_equals_feed_per_event(events: list[bytes]) -> None:
             data = b"".join(run)
             ends = np.cumsum([len(e) for e in run]).tolist()
             edges = [i for i, e in enumerate(run) if e[4] in TRANSACTION_EDGES]
-            assert b.feed_run(data, ends, edges) == _feed_each(run, a)
-            assert a.state == b.state
+            assert b.feed_run(data, ends, edges) == _feed_each(run, a) and a.state == b.state
+
+
+def _row_transactions(events: list[bytes]) -> list[list[bytes]]:
+    """The oracle's GTID .. XID transactions without a QUERY event (row format), each a list of events."""
+    out, cur = [], None
+    for e in events:
+        if e[4] == GTID_EVENT:
+            cur = [e] if not e[19 + 12] & 1 else None
+        elif cur is not None:
+            cur.append(e)
+            if e[4] == QUERY_EVENT:
+                cur = None
+            elif e[4] == XID_EVENT:
+                out.append(cur)
+                cur = None
+    return out
+
+
+@pytest.mark.parametrize("shape", ["whole", "open_end", "event_between", "standalone", "inside"])
+def test_feed_run_of_row_transactions(events: list[bytes], shape: str) -> None:
+    """Runs of row-format transactions (edges GTID, XID, ...: the walk looks at nothing else), also starting inside
+    one or ending in one, and runs just off that shape, equal feed() event by event."""
+    txns = _row_transactions(events)
+    assert len(txns) >= 4
+    run = [e for t in txns for e in t]
+    outside = GroupTracker()
+    if shape == "open_end":
+        run = run + txns[0][:2]
+    elif shape == "event_between":
+        checkpoint = next(e for e in events if e[4] == 161)  # BINLOG_CHECKPOINT: a group of its own
+        run = [*run[: len(txns[0])], checkpoint, *run[len(txns[0]) :]]
+    elif shape == "standalone":
+        ddl = next(e for e in events if e[4] == GTID_EVENT and e[19 + 12] & 1)
+        run = [ddl, next(e for e in events if e[4] == QUERY_EVENT), *run]
+    elif shape == "inside":
+        outside.feed(run[0])  # the run starts inside a transaction: after its GTID
+        run = run[1:]
+    a, b = GroupTracker(), GroupTracker()
+    a.state = b.state = outside.state
+    ends = np.cumsum([len(e) for e in run]).tolist()
+    edges = [i for i, e in enumerate(run) if e[4] in TRANSACTION_EDGES]
+    assert b.feed_run(b"".join(run), ends, edges) == _feed_each(run, a) and a.state == b.state
 
 
 def test_scan_of_real_binlog_files(events: list[bytes]) -> None:
