@@ -7,10 +7,12 @@ Run from the repository root (see benchmarks/README.md)::
 
 1. Throughput. The cached binlog of `benchmarks.dump_throughput` (N events, default 300 000, generated once by a
    real MariaDB) is served by a real MariaDB 10.11 primary (copies of the files). Its own dump rate: one
-   `mariadb-binlog --raw --to-last-log` client (C, output on tmpfs) reads everything. The relay rate: a
+   `mariadb-binlog --raw --to-last-log` client (C, output on tmpfs) reads everything, once before and once after
+   the relay's run (the mean is compared; the upstream's CPU meanwhile is its dump's cost). The relay rate: a
    `binlogd serve --upstream` with an empty datadir (on tmpfs too) replicates everything: from the moment its
-   log says "requesting binlog dump" to the moment its SHOW MASTER STATUS equals the upstream's. Every stored
-   file is then compared with the upstream's (only the FDE in-use flag may differ).
+   log says "requesting binlog dump" to the moment its copy of the upstream's last file has the upstream's size
+   (watched from outside, so the relay spends nothing on being watched; its SHOW MASTER STATUS must then equal
+   the upstream's). Every stored file is then compared with the upstream's (only the FDE in-use flag may differ).
 2. Latency. With that relay caught up and still connected, R readers (`protocol.connection.ReplicationClient`,
    capability 4, file/pos at binlogd's end) follow binlogd, and one more reader follows the upstream directly
    (the baseline: what the upstream's own dump costs). K single-row transactions are committed on the upstream,
@@ -18,8 +20,9 @@ Run from the repository root (see benchmarks/README.md)::
    Reported per reader count: p50/p99 of commit-returned -> received via binlogd, of the same directly from the
    upstream, and of the difference per transaction and reader (the latency binlogd adds).
 
-All readers share one asyncio loop in this process (the loop's own scheduling is part of both figures).
-Results: a table, and JSON in benchmarks/results/relay_latency-<timestamp>.json.
+Every reader is a process of its own with its own asyncio loop (CLOCK_MONOTONIC is system-wide), so no reader
+waits for another: the added latency is the server's (and the machine's: record the load average beside it).
+Results: a table, and JSON in benchmarks/results/relay_latency-<timestamp>.json, with the load average.
 """
 
 from __future__ import annotations
@@ -29,13 +32,13 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import multiprocessing as mp
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -119,13 +122,15 @@ def same_file(mine: Path, theirs: Path) -> str | None:
 # ---- throughput -----------------------------------------------------------------------------------------
 
 
-def upstream_dump_rate(upstream: MariaDB, binary: str, out: Path) -> float:
-    """Seconds one mariadb-binlog client needs to read the upstream's whole binlog."""
+def upstream_dump_rate(upstream: MariaDB, binary: str, out: Path) -> tuple[float, float]:
+    """Seconds one mariadb-binlog client needs to read the upstream's whole binlog, and the upstream's CPU seconds
+    meanwhile (its dump thread's cost: the figure the relay's CPU per event compares with, steadier under load)."""
     out.mkdir()
     first = upstream.binary_logs()[0][0]
+    cpu0 = cpu_seconds(upstream.pid)
     t0 = time.monotonic()
     subprocess.run(client_command(binary, upstream.port, out, first), check=True, capture_output=True)
-    return time.monotonic() - t0
+    return time.monotonic() - t0, cpu_seconds(upstream.pid) - cpu0
 
 
 def received_bytes(upstream: MariaDB, st: dict[str, Any]) -> int:
@@ -142,30 +147,43 @@ def relay_catch_up(upstream: MariaDB, datadir: Path, log_path: Path,
                    console: Console) -> tuple[Binlogd, float, float]:
     """Start a relay on an empty datadir; seconds from its dump request to having stored everything, and the
     relay process's CPU seconds per byte stored, measured from its first poll after start-up (so the interpreter's
-    start-up is not counted; bytes received before that poll are left out of the division too)."""
+    start-up is not counted; bytes received before that poll are left out of the division too).
+
+    The end is seen from outside: the size of the upstream's last file in the relay's datadir (tmpfs), polled every
+    5 ms, so the relay spends no CPU on being watched (SHOW SLAVE STATUS once a second, for errors and progress;
+    SHOW MASTER STATUS once at the end, which must then equal the upstream's)."""
     relay = Binlogd.start(["--upstream", f"mysql://root:@127.0.0.1:{upstream.port}", "--datadir", str(datadir),
                            "--server-id", "100", "--upstream-heartbeat", "5"], log_path=log_path)
     target = upstream.master_status()
-    conn = relay.connect()  # one polling connection: its cost is kept out of the relay's CPU figure
+    last = datadir / target[0]
+    conn = relay.connect()
     try:
         cpu0 = cpu_seconds(relay.pid)
         bytes0 = received_bytes(upstream, relay_status(relay, conn))
         with _progress(console) as progress:
             task = progress.add_task("relay catching up", total=None)
-            polls = 0
-            while master_status(relay, conn) != target:
-                polls += 1
-                if polls % 10 == 0:
+            checked = time.monotonic()
+            while True:
+                with contextlib.suppress(FileNotFoundError):
+                    if last.stat().st_size >= target[1]:
+                        break
+                if time.monotonic() - checked > 1.0:
+                    checked = time.monotonic()
                     st = relay_status(relay, conn)
                     if st.get("Slave_IO_Running") == "No":
                         raise RuntimeError(f"relay stopped: {st.get('Last_IO_Error')}")
                     progress.update(task, description=f"relay catching up: {st.get('Master_Log_File')}:"
                                     f"{st.get('Read_Master_Log_Pos')}")
-                time.sleep(0.02)
+                time.sleep(0.005)
         done = time.time()
+        cpu = cpu_seconds(relay.pid) - cpu0
+        deadline = time.monotonic() + 30
+        while master_status(relay, conn) != target:  # written; published by the same commit right after
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"relay's SHOW MASTER STATUS is not the upstream's {target}")
+            time.sleep(0.01)
     finally:
         conn.close()
-    cpu = cpu_seconds(relay.pid) - cpu0
     total = sum(size for _, size in upstream.binary_logs())
     return relay, done - _log_time(relay.log_text(), "requesting binlog dump"), cpu / max(1, total - bytes0)
 
@@ -194,56 +212,73 @@ class Reader:
                 self.seen[seq] = time.monotonic()
 
 
+def reader_process(args: tuple[str, int, int, str, int], ready: Any, stop: Any, results: Any) -> None:
+    """A reader in its own process (and its own asyncio loop): readers never wait for each other or for the
+    benchmark, so the figures are the server's. CLOCK_MONOTONIC is system-wide: its times compare across processes.
+    Puts (server_id, {seq: time}) on `results` once `stop` is set."""
+
+    async def main() -> dict[int, float]:
+        reader = Reader(*args)
+        task = asyncio.create_task(reader.run())
+        await asyncio.wait_for(reader.ready.wait(), 60)
+        ready.release()
+        while not stop.is_set() and not task.done():
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return reader.seen
+
+    results.put((args[2], asyncio.run(main())))
+
+
 def measure_latency(upstream: MariaDB, relay: Binlogd, readers: int, txns: int, interval: float) -> dict[str, Any]:
-    """K paced commits on the upstream; per transaction and reader: commit -> received (binlogd, direct)."""
+    """K paced commits on the upstream; per transaction and reader: commit -> received (binlogd, direct).
+
+    Every reader is its own process: the direct one (server id 900) and R via binlogd (1000 + i)."""
     up_file, up_pos = upstream.master_status()
     rl_file, rl_pos = master_status(relay) or ("", 4)
-    direct = Reader(upstream.host, upstream.port, 900, up_file, up_pos)
-    via = [Reader(relay.host, relay.port, 1000 + i, rl_file, rl_pos) for i in range(readers)]
-    loop = asyncio.new_event_loop()
-    tasks: list[asyncio.Task[None]] = []
-
-    def run_loop() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_forever()
-
-    thread = threading.Thread(target=run_loop, daemon=True)
-    thread.start()
-
-    async def start_all() -> None:
-        for r in [direct, *via]:
-            tasks.append(asyncio.create_task(r.run()))
-        await asyncio.wait_for(asyncio.gather(*(r.ready.wait() for r in [direct, *via])), 30)
-
-    asyncio.run_coroutine_threadsafe(start_all(), loop).result(60)
+    ctx = mp.get_context("spawn")
+    ready, stop, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
+    specs = [(upstream.host, upstream.port, 900, up_file, up_pos),
+             *((relay.host, relay.port, 1000 + i, rl_file, rl_pos) for i in range(readers))]
+    procs = [ctx.Process(target=reader_process, args=(spec, ready, stop, results), daemon=True) for spec in specs]
+    for pr in procs:
+        pr.start()
+    seen: dict[int, dict[int, float]] = {}
     commits: dict[int, float] = {}
-    conn = upstream.connect()
     try:
-        with conn.cursor() as cur:
-            for i in range(txns):
-                cur.execute("INSERT INTO lat.t (v) VALUES (%s)", (i,))
-                committed = time.monotonic()
-                cur.execute("SELECT @@last_gtid")
-                commits[int(str(cur.fetchone()[0]).rsplit("-", 1)[1])] = committed
-                time.sleep(interval)
+        for _ in procs:
+            if not ready.acquire(timeout=120):
+                raise RuntimeError("a reader process did not start its dump within 120 s")
+        conn = upstream.connect()
+        try:
+            with conn.cursor() as cur:
+                for i in range(txns):
+                    cur.execute("INSERT INTO lat.t (v) VALUES (%s)", (i,))
+                    committed = time.monotonic()
+                    cur.execute("SELECT @@last_gtid")
+                    commits[int(str(cur.fetchone()[0]).rsplit("-", 1)[1])] = committed
+                    time.sleep(interval)
+        finally:
+            conn.close()
+        time.sleep(1.0)  # the last commits' way to every reader
+        stop.set()
+        for _ in procs:
+            sid, got = results.get(timeout=60)
+            seen[sid] = got
     finally:
-        conn.close()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not all(set(commits) <= set(r.seen) for r in [direct, *via]):
-        time.sleep(0.01)
-
-    async def stop_all() -> None:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    asyncio.run_coroutine_threadsafe(stop_all(), loop).result(30)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
-    missing = sum(len(set(commits) - set(r.seen)) for r in [direct, *via])
-    d_lat = [(direct.seen[s] - c) * 1e3 for s, c in commits.items() if s in direct.seen]
-    v_lat = [(r.seen[s] - c) * 1e3 for r in via for s, c in commits.items() if s in r.seen]
-    added = [(r.seen[s] - direct.seen[s]) * 1e3 for r in via for s in commits if s in r.seen and s in direct.seen]
+        stop.set()
+        for pr in procs:
+            pr.join(10)
+            if pr.is_alive():
+                pr.kill()
+    direct = seen.get(900, {})
+    via = [seen.get(1000 + i, {}) for i in range(readers)]
+    missing = sum(len(set(commits) - set(r)) for r in [direct, *via])
+    d_lat = [(direct[s] - c) * 1e3 for s, c in commits.items() if s in direct]
+    v_lat = [(r[s] - c) * 1e3 for r in via for s, c in commits.items() if s in r]
+    added = [(r[s] - direct[s]) * 1e3 for r in via for s in commits if s in r and s in direct]
     return {
         "readers": readers, "transactions": txns, "missing": missing,
         "via_binlogd_ms": {"p50": _pct(v_lat, 0.5), "p99": _pct(v_lat, 0.99), "mean": statistics.fmean(v_lat)},
@@ -294,20 +329,30 @@ def main(argv: list[str] | None = None) -> int:
         upstream.execute("CREATE DATABASE lat; CREATE TABLE lat.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT) "
                          "ENGINE=InnoDB")
         total = sum(size for _, size in upstream.binary_logs())
-        up_s = upstream_dump_rate(upstream, binary, fast / "mariadb-binlog")
+        load = {"start": os.getloadavg()}
+        # the upstream's rate before and after the relay's run (the machine's load moves; the mean is compared)
+        up_s1, up_cpu1 = upstream_dump_rate(upstream, binary, fast / "mariadb-binlog")
         relay, relay_s, cpu_per_byte = relay_catch_up(upstream, fast / "relay", work / "binlogd.log", console)
+        shutil.rmtree(fast / "mariadb-binlog")
+        up_s2, up_cpu2 = upstream_dump_rate(upstream, binary, fast / "mariadb-binlog")
+        up_s = (up_s1 + up_s2) / 2
+        up_cpu_us_per_event = (up_cpu1 + up_cpu2) / 2 / bs.events * 1e6
         cpu_us_per_event = cpu_per_byte * total / bs.events * 1e6
         mismatches = [d for n, _ in upstream.binary_logs() if (d := same_file(fast / "relay" / n,
                                                                             upstream.datadir / n))]
         throughput = {"bytes": total, "events_approx": bs.events, "upstream_dump_s": round(up_s, 3),
+                      "upstream_dump_s_before_after": [round(up_s1, 3), round(up_s2, 3)],
+                      "upstream_cpu_us_per_event": round(up_cpu_us_per_event, 3),
                       "relay_s": round(relay_s, 3), "upstream_MBps": total / up_s / MB,
                       "relay_MBps": total / relay_s / MB, "ratio": up_s / relay_s,
                       "relay_cpu_us_per_event": round(cpu_us_per_event, 3),
                       "relay_events_per_cpu_s": round(1e6 / cpu_us_per_event), "mismatches": mismatches}
+        load["throughput_done"] = os.getloadavg()
         latency = []
         for n in counts:
             console.print(f"latency: {args.txns} transactions, {n} downstream reader(s)")
             latency.append(measure_latency(upstream, relay, n, args.txns, args.interval_ms / 1e3))
+            load[f"latency_{n}_done"] = os.getloadavg()
     finally:
         if relay is not None:
             relay.stop()
@@ -318,11 +363,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(fast, ignore_errors=True)
 
     t = Table(title="relay throughput (whole binlog, one reader of the upstream)")
-    for c in ("MB", "upstream dump s", "upstream MB/s", "relay s", "relay MB/s", "relay ÷ upstream",
-              "relay CPU µs/event"):
+    for c in ("MB", "upstream dump s (before/after)", "upstream MB/s", "relay s", "relay MB/s", "relay ÷ upstream",
+              "upstream CPU µs/event", "relay CPU µs/event"):
         t.add_column(c, justify="right")
-    t.add_row(f"{total / MB:.1f}", f"{up_s:.2f}", f"{throughput['upstream_MBps']:.1f}", f"{relay_s:.2f}",
-              f"{throughput['relay_MBps']:.1f}", f"{throughput['ratio']:.2f}x", f"{cpu_us_per_event:.2f}")
+    t.add_row(f"{total / MB:.1f}", f"{up_s:.2f} ({up_s1:.2f}/{up_s2:.2f})", f"{throughput['upstream_MBps']:.1f}",
+              f"{relay_s:.2f}", f"{throughput['relay_MBps']:.1f}", f"{throughput['ratio']:.2f}x",
+              f"{up_cpu_us_per_event:.2f}", f"{cpu_us_per_event:.2f}")
     console.print(t)
     t = Table(title=f"latency: upstream commit -> event received ({args.txns} commits, {args.interval_ms:g} ms apart)")
     for c in ("readers", "via binlogd p50/p99 ms", "direct p50/p99 ms", "added p50/p99 ms", "missing"):
@@ -332,10 +378,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['direct_ms']['p50']:.2f} / {r['direct_ms']['p99']:.2f}",
                   f"{r['added_ms']['p50']:.2f} / {r['added_ms']['p99']:.2f}", str(r["missing"]))
     console.print(t)
+    console.print("load average (1/5/15 min): " + "; ".join(f"{k} {' '.join(f'{x:.2f}' for x in v)}"
+                                                             for k, v in load.items()))
     RESULTS_DIR.mkdir(exist_ok=True)
     out = RESULTS_DIR / f"relay_latency-{started:%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps({"benchmark": "relay_latency", "started": started.isoformat(timespec="seconds"),
-                               "binlog": bs.to_json(), "throughput": throughput, "latency": latency}, indent=2))
+                               "binlog": bs.to_json(), "throughput": throughput, "latency": latency, "loadavg": load},
+                              indent=2))
     console.print(f"results: {out}")
     bad = mismatches or any(r["missing"] for r in latency)
     if bad:

@@ -26,6 +26,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Self
 
+import numpy as np
+
 from . import ed25519
 from .binlog_file import BinlogFormatError, fde_checksum_alg
 from .checksum import crc_ok
@@ -45,6 +47,7 @@ from .constants import (
     HEADER_LEN,
     MAX_PACKET_PAYLOAD,
 )
+from .dump_runs import EventRun, Ints, scan_packets
 from .handshake import CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION, CLIENT_SSL
 from .packets import PacketError, PacketReader, frame, parse_err
 from .semisync import MASTER_ENABLED_VAR, USER_VAR, SemiSyncError, ack_packet, split_event_packet
@@ -71,6 +74,7 @@ FATAL_CODES = frozenset({ER_MASTER_FATAL_ERROR_READING_BINLOG, ER_OUT_OF_RESOURC
 _U32 = struct.Struct("<I")
 _CRC32_RESIDUE = 0x2144DF1C  # zlib.crc32(data + crc32(data) as 4 little-endian bytes), whatever the data
 STREAM_LIMIT = 1 << 16  # asyncio StreamReader buffer bound; reads are chunked at this size
+DUMP_READ = 1 << 20  # a dump reads up to this much at once (runs checked as a whole: dump_runs.scan_packets)
 COMMAND_MAX_PAYLOAD = 64 << 20  # handshake and query replies
 EVENT_MAX_PAYLOAD = 1 << 30  # slave_max_allowed_packet default
 
@@ -211,7 +215,7 @@ class ReplicationClient:
         """TCP connect and authenticate; the socket is closed again on any failure."""
         try:
             async with asyncio.timeout(cfg.connect_timeout):
-                reader, writer = await asyncio.open_connection(cfg.host, cfg.port, limit=STREAM_LIMIT)
+                reader, writer = await asyncio.open_connection(cfg.host, cfg.port, limit=DUMP_READ)
         except (OSError, TimeoutError) as e:
             # Connector/C's text, as a 10.11 replica shows it in Last_IO_Error
             why = f'{e.errno} "{os.strerror(e.errno)}"' if isinstance(e, OSError) and e.errno else "timeout"
@@ -457,9 +461,20 @@ class ReplicationClient:
         self._writer.write(out)
 
     async def runs_with_acks(self) -> AsyncIterator[tuple[bytes, bool]]:
-        """The dump as runs of whole events back to back, one run per socket read (never empty): every event
-        checked as `events()` says, and its header's event_length equal to its packet's, so a consumer can walk
-        a run by the header lengths. The relay stores runs as they are: one copy per read, no object per event."""
+        """`event_runs()` without the event ends."""
+        gen = self.event_runs()
+        try:
+            async for run, ack in gen:
+                yield run.data, ack
+        finally:
+            await gen.aclose()
+
+    async def event_runs(self) -> AsyncIterator[tuple[EventRun, bool]]:
+        """The dump as runs of whole events back to back, one run per socket read (never empty), and whether the
+        run ends with an event the semi-sync primary wants acknowledged: every event checked as `events()` says,
+        and its header's event_length equal to its packet's, so a consumer can walk a run by the header lengths.
+        A run's `ends` are where its events end in it. The relay stores runs as they are: one copy per read, no
+        object per event."""
         if not self._dumping:
             raise ReplicationError(CR_SERVER_LOST, "start_dump() first")
         timeout = self.cfg.dump_read_timeout()
@@ -470,7 +485,7 @@ class ReplicationClient:
             while True:
                 try:
                     async with asyncio.timeout(timeout):
-                        data = await self._reader.read(STREAM_LIMIT)
+                        data = await self._reader.read(DUMP_READ)
                 except TimeoutError:
                     raise ReplicationError(CR_SERVER_LOST, f"no event or heartbeat for {timeout} s") from None
                 except OSError as e:
@@ -490,7 +505,7 @@ class ReplicationClient:
                     yield run, True
                     data = data[used:]
                     run, used, stop = self._split(data)
-                if run:  # what came before an error is valid: deliver it first
+                if run.data:  # what came before an error is valid: deliver it first
                     yield run, False
                 if stop is True:  # EOF of a non-blocking dump
                     return
@@ -503,13 +518,15 @@ class ReplicationClient:
         finally:
             await self.close()
 
-    def _split(self, data: bytes) -> tuple[bytes, int, ReplicationError | bool | None]:
-        """The whole dump packets at the start of `data`: (their events back to back, bytes consumed, and what
-        stopped the dump: an error, True for EOF, None to read on).
+    def _split(self, data: bytes) -> tuple[EventRun, int, ReplicationError | bool | None]:
+        """The whole dump packets at the start of `data`: (their events back to back with their ends, bytes
+        consumed, and what stopped the dump: an error, True for EOF, None to read on).
 
-        The hot path: per event one header read, one zlib.crc32 over a memoryview (a CRC32-summed event followed
-        by its own CRC leaves zlib's constant residue) and one list append; FDEs, packets split at 16 MiB, ERR/EOF
-        and every failure go through `_checked_event`, the full rules with their error messages.
+        The hot path: stretches of ordinary event packets are checked as a whole (`dump_runs.scan_packets`: one
+        walk, numpy, two CRC32 calls), tried at the start and after every packet the full rules handled. What
+        they leave goes event by event: one header read, one zlib.crc32 over a memoryview (a CRC32-summed event
+        followed by its own CRC leaves zlib's constant residue) and one list append; FDEs, packets split at 16 MiB,
+        ERR/EOF and every failure go through `_checked_event`, the full rules with their error messages.
         """
         mv = memoryview(data)
         n, p = len(data), 0
@@ -519,9 +536,26 @@ class ReplicationClient:
         h = 3 if self.semi_sync else 1  # 0x00 (and the semi-sync magic and flag) before each event
         min_len = h + HEADER_LEN + (CRC_LEN if crc else 0)
         out: list[bytes | memoryview] = []
+        ends: list[Ints | list[int]] = []  # where the run's events end: a stretch's at once, or one by one
+        one: list[int] = []
+        size = 0  # of the run so far
+        scan = not parts and h == 1
         stop: ReplicationError | bool | None = None
         try:
             while n - p >= 4:
+                if scan:
+                    scan = False
+                    whole = scan_packets(data, seq, crc, p)
+                    if whole.run is not None:
+                        out.append(whole.run.data)
+                        if one:
+                            ends.append(one)
+                            one = []
+                        ends.append(whole.run.ends + size if size else whole.run.ends)
+                        size += len(whole.run.data)
+                        p = whole.used
+                        seq = (seq + whole.packets) & 0xFF
+                        continue
                 (word,) = _U32.unpack_from(data, p)
                 length = word & 0xFFFFFF
                 if word >> 24 != seq:
@@ -539,6 +573,8 @@ class ReplicationClient:
                         and _U32.unpack_from(data, s + 9)[0] == length - h
                         and (not crc or zlib.crc32(mv[s:q]) == _CRC32_RESIDUE)):
                     out.append(mv[s:q])
+                    size += q - s
+                    one.append(size)
                     p = q
                     continue
                 # anything else: one logical packet, maybe split in 16 MiB parts
@@ -565,22 +601,29 @@ class ReplicationClient:
                     if self.semi_sync:
                         ack, ev = split_event_packet(payload)
                         payload = b"\0" + ev
-                    out.append(self._checked_event(payload))
+                    ev = self._checked_event(payload)
                 except SemiSyncError as e:
                     stop = ReplicationError(CR_MALFORMED_PACKET, str(e))
                     break
                 except ReplicationError as e:
                     stop = e
                     break
+                out.append(ev)
+                size += len(ev)
+                one.append(size)
                 if ack:  # the primary restarts its sequence after it (flush_net); the run ends here
                     seq = 1
                     self._ack_cut = True
                     break
                 crc = self._alg == BINLOG_CHECKSUM_ALG_CRC32
                 min_len = h + HEADER_LEN + (CRC_LEN if crc else 0)
+                scan = h == 1  # what follows an FDE (or any event the full rules took) may be a long stretch
         finally:
             self._packets.expected_seq = seq
-        return b"".join(out), p, stop
+        if not one and len(ends) == 1:
+            return EventRun(bytes(out[0]), np.asarray(ends[0])), p, stop  # one stretch: nothing to join
+        return EventRun(b"".join(out), np.array(one, dtype=np.int64) if not ends else
+                        np.concatenate([*ends, one]).astype(np.int64, copy=False)), p, stop
 
     def _checked_event(self, p: bytes) -> bytes:
         """The event in a dump packet, its CRC verified (and the checksum algorithm followed across FDEs)."""

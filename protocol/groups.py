@@ -27,6 +27,9 @@ from .constants import (
 # events that precede the one statement of a standalone group (and stay inside it)
 PART_OF_GROUP = frozenset({GTID_EVENT, INTVAR_EVENT, RAND_EVENT, USER_VAR_EVENT, TABLE_MAP_EVENT, ANNOTATE_ROWS_EVENT})
 
+# the only events that can change the state inside a transaction: a run's other events are looked at only outside one
+TRANSACTION_EDGES = frozenset({GTID_EVENT, QUERY_EVENT, XID_EVENT, XA_PREPARE_LOG_EVENT})
+
 _OUTSIDE, _STANDALONE, _TRANSACTION = 0, 1, 2
 _QUERY_POST_HEADER = 13  # thread_id 4, exec_time 4, db_len 1, error_code 2, status_vars_len 2
 _BEGIN = (b"BEGIN",)
@@ -101,6 +104,37 @@ class GroupTracker:
             self.state = _OUTSIDE
             return True
         return False
+
+    def feed_run(self, ev: bytes | bytearray | memoryview, ends: list[int], edges: list[int],
+                 crc_len: int = 4) -> tuple[int, int]:
+        """`feed()` every event of a run (`ends[i]`: where event i ends in `ev`; the first starts at 0), given the
+        indexes of its TRANSACTION_EDGES events in order: the events between two edges are fed only when the
+        stream is not inside a transaction, where they cannot matter. Returns (index of the last event that ends a
+        group or -1, how many events end one)."""
+        last, groups, i = -1, 0, 0
+        feed = self.feed
+        for edge in (*edges, len(ends)):
+            if i < edge and self.state != _TRANSACTION:
+                for j in range(i, edge):
+                    if feed(ev, ends[j - 1] if j else 0, ends[j], crc_len):
+                        last = j
+                        groups += 1
+            if edge == len(ends):
+                break
+            start = ends[edge - 1] if edge else 0
+            typ = ev[start + 4]
+            # the two edges of nearly every transaction, as feed() has them (the others: feed() itself)
+            if typ == XID_EVENT and self.state == _TRANSACTION:
+                self.state = _OUTSIDE
+                last = edge
+                groups += 1
+            elif typ == GTID_EVENT and ends[edge] - start >= HEADER_LEN + 13:
+                self.state = _STANDALONE if ev[start + HEADER_LEN + 12] & 1 else _TRANSACTION
+            elif feed(ev, start, ends[edge], crc_len):
+                last = edge
+                groups += 1
+            i = edge + 1
+        return last, groups
 
 
 def last_group_end(buf: bytes | bytearray | memoryview, start: int = BIN_LOG_HEADER_SIZE, crc_len: int = 4) -> int:

@@ -75,6 +75,22 @@ class BinlogState:
         self._by_domain.setdefault(g.domain, {})[g.server] = g.seq
         self._last[g.domain] = g
 
+    def update_all(self, domains: list[int], servers: list[int], seqs: list[int]) -> None:
+        """`update()` with each GTID (domains[i], servers[i], seqs[i]) in turn, without an object per GTID: only
+        what the last ones leave matters (each pair's last seq, each domain's last GTID), and the pairs and domains
+        are entered in the order they first appear, so the state, its order included, is the same."""
+        pairs: dict[tuple[int, int], int] = {}
+        last: dict[int, tuple[int, int]] = {}
+        for d, s, n in zip(domains, servers, seqs, strict=True):
+            pairs[d, s] = n  # an existing key keeps its place: first appearance order, last value
+            last[d] = s, n
+        for (d, s), n in pairs.items():
+            self._by_domain.setdefault(d, {})[s] = n
+            if d not in self._last:
+                self._last[d] = Gtid(d, s, n)  # its place; the value is set below
+        for d, (s, n) in last.items():
+            self._last[d] = Gtid(d, s, n)
+
     def load(self, gtids: list[Gtid]) -> None:
         for g in gtids:
             self.update(g)

@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from binlogd.server.binlog_writer import BinlogWriter
+from binlogd.server.heap import keep_freed_buffers
 
 from .status import RelayStatus
 from .storage import RelayStorage
@@ -21,6 +22,7 @@ async def open_relay(cfg: UpstreamConfig, datadir: Path, basename: str, sync_bin
     The store dump streams read is `relay.storage.w.store`; it may still be empty (no file until the upstream's
     first FDE arrives).
     """
+    keep_freed_buffers()  # the relay's reads come and go in buffers of hundreds of KiB (server/heap.py)
     writer = await asyncio.to_thread(BinlogWriter, datadir, basename, sync_binlog)
     report = await asyncio.to_thread(writer.recover)
     writer.store.bind_loop(asyncio.get_running_loop())

@@ -19,6 +19,8 @@ import logging
 import struct
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
 from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
@@ -34,7 +36,8 @@ from binlogd.protocol.constants import (
     LOG_EVENT_IGNORABLE_F,
     ROTATE_EVENT,
 )
-from binlogd.protocol.groups import GroupTracker
+from binlogd.protocol.dump_runs import MIN_PACKETS, EventRun, Ints, u32_at
+from binlogd.protocol.groups import TRANSACTION_EDGES, GroupTracker
 from binlogd.protocol.gtid import BinlogState, Gtid, format_gtid_list, peek_gtid
 
 from ..expiry import PurgeRequest, choose_victims, file_mtime
@@ -52,6 +55,9 @@ _HEAD = struct.Struct("<IBIIIH")  # timestamp, type, server_id, length, log_pos,
 _ONE_BY_ONE = (HEARTBEAT_LOG_EVENT, ROTATE_EVENT, FORMAT_DESCRIPTION_EVENT)
 # by type code: stored by the hot loop without further checks (known, and not one of the above)
 _PLAIN = bytes(int(t in EVENT_TYPE_NAMES and t not in _ONE_BY_ONE) for t in range(256))
+_PLAIN_NP = np.frombuffer(_PLAIN, np.uint8).astype(bool)
+_EDGE_NP = np.array([t in TRANSACTION_EDGES for t in range(256)], dtype=bool)
+_ZERO = np.zeros(1, dtype=np.int64)
 
 
 class RelayError(Exception):
@@ -75,6 +81,27 @@ def _refuse(why: str) -> RelayError:
     # MariaDB's IO thread reports a refused event as ER_SLAVE_RELAY_LOG_WRITE_FAILURE with this prefix
     return RelayError(ER_SLAVE_RELAY_LOG_WRITE_FAILURE, f"Relay log write failure: could not queue event from master "
                       f"({why})")
+
+
+def _joined(runs: Sequence[bytes | bytearray | EventRun]) -> list[bytes | bytearray | EventRun]:
+    """Consecutive EventRuns of a batch as one (one copy, C speed): the per-run numpy costs are paid once per
+    batch, whatever the size of the socket reads."""
+    out: list[bytes | bytearray | EventRun] = []
+    group: list[EventRun] = []
+    for run in (*runs, None):
+        if isinstance(run, EventRun):
+            group.append(run)
+            continue
+        if len(group) > 1:
+            offsets = np.cumsum([0] + [len(r.data) for r in group[:-1]])
+            out.append(EventRun(b"".join(r.data for r in group),
+                                np.concatenate([r.ends + off for r, off in zip(group, offsets.tolist(), strict=True)])))
+        else:
+            out.extend(group)
+        group = []
+        if run is not None:
+            out.append(run)
+    return out
 
 
 def is_known_type(type_code: int, flags: int) -> bool:
@@ -180,18 +207,22 @@ class RelayStorage:
         return victims
 
     # --- events ----------------------------------------------------------------------------------------
-    def feed(self, runs: Sequence[bytes | bytearray]) -> None:
-        """Store a batch: each run holds whole events back to back (`ReplicationClient.runs()`: CRCs verified,
-        header lengths checked; a single event is a run too). One write and one commit for its whole groups."""
+    def feed(self, runs: Sequence[bytes | bytearray | EventRun]) -> None:
+        """Store a batch: each run holds whole events back to back (`ReplicationClient.event_runs()`: CRCs
+        verified, header lengths checked; a single event is a run too). One write and one commit for its whole
+        groups. A run whose event ends are known is stored in stretches (`_feed_indexed`)."""
         try:
-            for run in runs:
-                self._feed_run(run)
+            for run in _joined(runs):
+                if isinstance(run, EventRun):
+                    self._feed_indexed(run)
+                else:
+                    self._feed_run(run)
             self._flush()
         finally:
             self.status.read_pos = self.end
             self.status.caught_up = not self.buf and not self.spilled
 
-    def _feed_run(self, data: bytes | bytearray) -> None:
+    def _feed_run(self, data: bytes | bytearray | memoryview) -> None:
         """The hot loop: per event one header unpack, the group rule, and no copy of its own (the stored events
         of a run are appended to `buf` in slices between the events skipped or handled one by one)."""
         mv = memoryview(data)
@@ -251,6 +282,80 @@ class RelayStorage:
             self.end = end
             status.events_stored += events
             status.groups_stored += groups
+
+    def _feed_indexed(self, run: EventRun) -> None:
+        """`_feed_run` for a run whose event ends are known: its headers read with numpy at once, and every
+        stretch of MIN_PACKETS or more plain events that start where the stored file ends stored as a whole
+        (`_store_stretch`); the events before, between and after such stretches (an FDE, a ROTATE, a heartbeat,
+        a GTID start's duplicates, anything to refuse) go the one-by-one way, with its rules and errors."""
+        data, ends = run.data, run.ends
+        n = len(ends)
+        if n < MIN_PACKETS:  # a few events (a quiet upstream: each transaction as it commits): numpy costs more
+            self._feed_run(data)
+            return
+        starts = np.concatenate((_ZERO, ends[:-1]))
+        typ = np.frombuffer(data, np.uint8)[starts + 4]
+        plain = _PLAIN_NP[typ] & ~(np.frombuffer(data, np.uint8)[starts + 17] & LOG_EVENT_ARTIFICIAL_F).astype(bool)
+        gtid = typ == GTID_EVENT
+        plain &= ~gtid | (ends - starts >= HEADER_LEN + 13)
+        log_pos = u32_at(data, starts + 13)
+        mv = memoryview(data)
+        i = 0
+        while i < n:
+            j = i
+            if self.new_file is None and self.file is not None:
+                ok = plain[i:] & (log_pos[i:] > self.dedupe_until) & (log_pos[i:] == ends[i:] - starts[i] + self.end)
+                j = n if ok.all() else i + int(np.argmin(ok))
+            if j - i >= MIN_PACKETS:
+                self._store_stretch(data, starts, ends, typ, gtid, i, j)
+                i = j
+                continue
+            k = n  # one by one: up to the next event that may start a stretch (past a GTID start's duplicates)
+            if j < n:
+                may = plain[j + 1 :] & (log_pos[j + 1 :] > self.dedupe_until)
+                k = j + 1 + int(np.argmax(may)) if may.any() else n
+            self._feed_run(mv[starts[i] : ends[k - 1]])
+            i = k
+
+    def _store_stretch(self, data: bytes, starts: Ints, ends: Ints, typ: npt.NDArray[np.uint8],
+                       gtid: npt.NDArray[np.bool_], i: int, j: int) -> None:
+        """Events i..j-1 of a run, all plain and in place: into `buf` with one copy, the group rule fed at
+        transaction edges only (`GroupTracker.feed_run`), the GTIDs read where they are."""
+        base = int(starts[i])
+        rel = (ends[i:j] - base).tolist()
+        crc = CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
+        mv = memoryview(data)[base : int(ends[j - 1])]
+        last, groups = self.tracker.feed_run(mv, rel, np.flatnonzero(_EDGE_NP[typ[i:j]]).tolist(), crc)
+        buf, pending = self.buf, self._pending_gtids
+        at = np.flatnonzero(gtid[i:j])
+        if last >= 0:
+            for g in pending:
+                self.state.update(g)
+            pending.clear()
+            done = at[at <= last]
+            if len(done):
+                g0 = starts[i + done]  # GTID bodies: seq_no (8 bytes), domain_id (4); server_id is the header's
+                seq = (u32_at(data, g0 + HEADER_LEN).astype(np.uint64)
+                       | (u32_at(data, g0 + HEADER_LEN + 4).astype(np.uint64) << np.uint64(32)))  # u64
+                self.state.update_all(u32_at(data, g0 + HEADER_LEN + 8).tolist(), u32_at(data, g0 + 5).tolist(),
+                                      seq.tolist())
+            self.complete = len(buf) + rel[last]
+            self.spilled = False
+            ts_at = rel[last - 1] if last else 0
+            self.last_ts = int.from_bytes(mv[ts_at : ts_at + 4], "little")
+        for k in at[at > last].tolist():  # the unfinished group's GTID: its state waits for the group's end
+            d_, s_, seq_no, _ = peek_gtid(mv, rel[k - 1] if k else 0)
+            pending.append(Gtid(d_, s_, seq_no))
+        buf += mv
+        self.end += len(mv)
+        self.status.events_stored += j - i
+        self.status.groups_stored += groups
+        if len(buf) - self.complete >= SPILL_BYTES:
+            self.status.stored_bytes += len(buf)
+            self.w.write(buf)
+            buf.clear()
+            self.complete = 0
+            self.spilled = True
 
     def _special(self, ev: bytes, typ: int, server_id: int, log_pos: int, flags: int) -> bool:
         """An event outside the hot loop's plain case, with the rules in their order; True when it is to be stored

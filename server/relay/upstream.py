@@ -7,9 +7,10 @@ heartbeats, file/pos from the stored end) and reports like one in SHOW SLAVE STA
 store, a full disk) stops it (`No`) with Last_IO_Errno/Last_IO_Error set, until START SLAVE.
 
 Received events go through a bounded queue (back-pressure on the upstream socket) to the writer thread in
-runs (`ReplicationClient.runs_with_acks()`: the whole events of one socket read, back to back): one queue item per
-socket read and one thread hop per batch of runs, no object per event. With semi-sync (--rpl-semi-sync-slave-enabled)
-a run ends with each event the upstream wants acknowledged, and the ack is sent once the writer thread stored it.
+runs (`ReplicationClient.event_runs()`: the whole events of one socket read, back to back, and where each ends): one
+queue item per socket read and one thread hop per batch of runs, no object per event. With semi-sync
+(--rpl-semi-sync-slave-enabled) a run ends with each event the upstream wants acknowledged, and the ack is sent once
+the writer thread stored it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 from binlogd.protocol import errors
 from binlogd.protocol.connection import CR_MALFORMED_PACKET, ClientConfig, ReplicationClient, ReplicationError
 from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE
+from binlogd.protocol.dump_runs import EventRun
 from binlogd.protocol.tls_options import TlsOptions
 from binlogd.server.passwords import mask_url_password
 from binlogd.server.semisync import SemiSyncSlave
@@ -46,10 +48,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("binlogd.relay")
 
-# received but not yet stored: bounded (runs of at most one 64 KiB socket read, or one large event), so a slow
-# disk slows the upstream socket down
-QUEUE_RUNS = 64
-BATCH_BYTES = 1 << 20  # runs handed to the writer thread at once (one write, one commit)
+# received but not yet stored: bounded (runs of at most one 1 MiB socket read, protocol.connection.DUMP_READ, or one
+# large event), so a slow disk slows the upstream socket down
+QUEUE_RUNS = 16
+BATCH_BYTES = 4 << 20  # runs handed to the writer thread at once (one write, one commit)
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_SLAVE_FATAL_ERROR = 1593
 
@@ -263,12 +265,12 @@ class UpstreamRelay:
                         "asynchronous replication", self.cfg.label)
         st.clear_error()
         st.io_running, st.io_state = "Yes", IO_WAITING
-        queue: asyncio.Queue[bytes | _AckAsked | BaseException | None] = asyncio.Queue(QUEUE_RUNS)
+        queue: asyncio.Queue[_Item] = asyncio.Queue(QUEUE_RUNS)
         pump = asyncio.create_task(self._pump(client, queue), name="relay-pump")
         try:
             while True:
                 item = await queue.get()
-                batch: list[bytes] = []
+                batch: list[EventRun] = []
                 size = 0
                 end: BaseException | bool | None = False
                 ack = False
@@ -280,7 +282,7 @@ class UpstreamRelay:
                         end = item
                         break
                     batch.append(item)
-                    size += len(item)
+                    size += len(item.data)
                     if size >= BATCH_BYTES or queue.empty():
                         break
                     item = queue.get_nowait()
@@ -307,9 +309,9 @@ class UpstreamRelay:
         self.semi.send_ack += 1
 
     @staticmethod
-    async def _pump(client: ReplicationClient, queue: asyncio.Queue[bytes | _AckAsked | BaseException | None]) -> None:
+    async def _pump(client: ReplicationClient, queue: asyncio.Queue[_Item]) -> None:
         try:
-            async for run, ack in client.runs_with_acks():
+            async for run, ack in client.event_runs():
                 await queue.put(run)
                 if ack:
                     await queue.put(ACK_ASKED)
@@ -356,3 +358,5 @@ def parse_upstream_url(url: str) -> UpstreamURL:
     password = None if parts.password is None else unquote(parts.password)
     return UpstreamURL(unquote(parts.username or "root"), password, parts.hostname, port)
 
+
+_Item = EventRun | _AckAsked | BaseException | None  # what the pump queues for the storing loop
