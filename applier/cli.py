@@ -26,6 +26,8 @@ from .config import (
     parse_skip_mode,
 )
 
+SWITCH_INTERVAL_S = 0.0005
+
 DESCRIPTION = """\
 Apply the binlogs of one or more primaries (real MariaDB/MySQL or binlogd) to a target MariaDB/MySQL server,
 like a multi-source MariaDB replica: one channel per source, each with its own position (stored in the target in
@@ -245,6 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for kind, value in cfg.filters:
             by_kind.setdefault(kind, []).append((kind, value))
         cfg.filters = [by_kind[FILTER_OPTIONS[o]].pop(0) for o in order if by_kind.get(FILTER_OPTIONS[o])]
+    # the event loop (reading sources) and each channel's worker thread (one round trip to the target after
+    # another) share the GIL: with the default 5 ms switch interval a worker whose answer has arrived waits up to
+    # 5 ms for a busy reader to let go, per round trip (measured: 8.5 ms per sendall of a 64-group batch)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         return asyncio.run(run(cfg, start=not args.no_start))
     except KeyboardInterrupt:
