@@ -553,6 +553,9 @@ class Channel:
             "Slave_SQL_Running_State": self.session.current or ("Slave has read all relay log; waiting for more "
                                                                 "updates" if sql_running else ""),
             "Retried_transactions": sum(s.retried for s in self.parallel.sessions),
+            # --parallel-apply N: transactions run side by side and commit in the source's order, a conflict
+            # rolls back and is retried serially: what MariaDB calls optimistic
+            "Parallel_Mode": "optimistic" if len(self.parallel.sessions) > 1 else "none",
             "Slave_heartbeat_period": heartbeat_period(self.config.heartbeat_s),
             **ssl_status_columns(src.tls),
             **self.counters.columns(),

@@ -23,9 +23,10 @@ import threading
 import time
 from typing import Any
 
+import pymysql
 import pytest
 
-from tests.harness import MariaDB
+from tests.harness import MariaDB, free_port
 from tests.test_applier import stored_position, wait_applied
 
 STRICT = ("--log-bin=mysql-bin", "--binlog-format=ROW", "--gtid-strict-mode=ON")
@@ -192,10 +193,15 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any, parallel: in
         primary.query(f"INSERT INTO d1.t VALUES ({i}, 0)")
         after[i] = primary.master_status()[1]
     target.query("INSERT INTO d1.t VALUES (150, -1)")  # group 150 will hit a duplicate key
+    admin_port = free_port()
     channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no", f"--parallel-apply={parallel}",
-               "--parallel-min-bytes=0")
+               "--parallel-min-bytes=0", f"--admin-port={admin_port}")
     proc = applier(target, *channel)
     got = _wait_error(proc)
+    with pymysql.connect(host="127.0.0.1", port=admin_port, user="root", ssl_disabled=True,
+                         cursorclass=pymysql.cursors.DictCursor) as admin, admin.cursor() as cur:
+        cur.execute("SHOW SLAVE STATUS")
+        assert cur.fetchone()["Parallel_Mode"] == ("optimistic" if parallel > 1 else "none")
     write_end = _event_end(primary, after[149], after[150], "Write_rows_v1")
     assert got == (f"mysql-bin.000001:{after[149]}: Could not execute Write_rows_v1 event on table d1.t; Duplicate "
                    f"entry '150' for key 'PRIMARY', Error_code: 1062; handler error HA_ERR_FOUND_DUPP_KEY; the "
