@@ -102,7 +102,8 @@ _XID_LEN: Final = HEADER_LEN + 8 + CRC_LEN  # the shortest event the in-place pa
 log = logging.getLogger("binlogd.apply")
 
 QUEUE_GROUPS: Final = 256  # groups read ahead of the applier (bounded: back-pressure on the source)
-GROUPS_PER_TRIP: Final = 64  # queued groups handed to the worker at once (each still its own transaction)
+GROUPS_PER_TRIP: Final = 192  # queued groups handed to the worker at once (each still its own transaction;
+# 192 rather than 64: fewer round trips and GIL hand-overs, measured 8 % less CPU per 1-row group, issue 20)
 TABLE_MAPS_KEPT: Final = 4096  # decoded TABLE_MAP bodies kept by their bytes (the cache is emptied when full)
 ER_UNKNOWN_EVENT: Final = 1594  # ER_SLAVE_RELAY_LOG_READ_FAILURE, what MariaDB's SQL thread reports
 ER_SLAVE_INCIDENT: Final = 1590

@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "slave_parallel_threads=N, optimistic); statements and DDL run alone")
     p.add_argument("--parallel-min-bytes", type=int, default=1024, metavar="B",
                    help="with --parallel-apply: row transactions with less rows data than B bytes (default 1024) "
-                        "stay on one session, which sends up to 64 of them per round trip")
+                        "stay on one session, which sends up to 192 of them per round trip")
     p.add_argument("--row-apply", default="binlog", choices=["binlog", "sql"],
                    help="row events on a MariaDB target: 'binlog' (default) sends them unchanged in BINLOG "
                         "statements, applied by the target itself (needs SUPER or BINLOG REPLAY); 'sql' decodes "
