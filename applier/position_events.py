@@ -49,7 +49,7 @@ _MYSQL_TYPE_TIMESTAMP2: Final = 17
 _MYSQL_TYPE_BLOB: Final = 252
 _TM_BIT_LEN_EXACT_F: Final = 1
 _ASCII_CHARSETS: Final = frozenset({"utf8mb4", "utf8mb3", "utf8", "latin1", "ascii", "binary"})
-# the columns applier/position.py creates: name, DATA_TYPE, COLUMN_TYPE
+# the columns applier/position.py creates: name, DATA_TYPE (their types, keys and NULLs are checked too)
 _COLUMNS: Final = (("channel", "varchar"), ("log_file", "varchar"), ("log_pos", "bigint"), ("gtid_pos", "text"),
                    ("updated_at", "timestamp"))
 
