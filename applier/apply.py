@@ -63,7 +63,16 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.constants import (
     INTVAR_EVENT as _INTVAR,
 )
-from binlogd.protocol.events import Event, EventDecodeError, Gtid, QueryBody, RowsBody, TableMapBody, UserVarBody
+from binlogd.protocol.events import (
+    Event,
+    EventDecodeError,
+    Gtid,
+    QueryBody,
+    RowsBody,
+    TableMapBody,
+    UserVarBody,
+    fde_checksum_alg,
+)
 from pymysql.constants import CLIENT
 
 from .native import SESSION as NATIVE_SESSION
@@ -72,6 +81,7 @@ from .pipeline import CONNECTION_LOST, RETRYABLE, Pipeline
 from .pipeline import error_code as _code
 from .pipeline import error_message as _msg
 from .position import Position, PositionStore
+from .position_events import PositionEvents, fusable_fde
 from .rows import INT_SIZES, Reader, TableMap, decode_decimal, decode_rows, decode_table_map, readers
 
 log = logging.getLogger("binlogd.apply")
@@ -185,6 +195,10 @@ class TargetSession:
         self._native_now = True  # off while a group the target refused natively runs through the SQL path
         self._fde_sent: bytes | None = None  # the FDE this target session was given with BINLOG
         self.native_statements = 0
+        self.fused_groups = 0  # groups sent as one autocommit BINLOG statement with their position row
+        self._pos_events: PositionEvents | None = None  # the position row as events (applier/position_events.py)
+        self._pos_stored = False  # the channel's position row exists (the events update it; SQL inserts it)
+        self._fuse_fde: tuple[bytes | None, int | None] = (None, None)  # an FDE and its checksum alg if fusable
         self.keep_gtids = False
         self.rows_applied = 0
         self.groups_applied = 0
@@ -228,6 +242,7 @@ class TargetSession:
                 self._set_session(BOOKKEEPING_GTID)
                 self._flush()
             PositionStore.ensure_schema(self.conn)
+        self._pos_events = PositionEvents.for_target(self.conn, self.channel) if self.native else None
 
     def close(self) -> None:
         if self.conn is not None:
@@ -237,11 +252,14 @@ class TargetSession:
 
     def load_position(self) -> Position | None:
         self.connect()
-        return PositionStore.load(self.conn, self.channel)
+        stored = PositionStore.load(self.conn, self.channel)
+        self._pos_stored = stored is not None
+        return stored
 
     def delete_position(self) -> None:
         self.connect()
         PositionStore.delete(self.conn, self.channel)
+        self._pos_stored = False
 
     # ---- one group ------------------------------------------------------------------------------------------
 
@@ -376,12 +394,17 @@ class TargetSession:
         `last`, else left queued for the next group's statements (the caller flushes)."""
         if last:
             self._batch_done = 0
-        self.queue_body(g)
+        if self.queue_body(g, fuse=True):
+            if last:
+                self._flush()
+            return
         self.queue_end(g, last)
 
-    def queue_body(self, g: Group) -> None:
+    def queue_body(self, g: Group, fuse: bool = False) -> bool:
         """Queue the group's transaction up to its position row (applier/parallel.py sends this part first, then
-        `queue_end` when the group's turn to commit has come)."""
+        `queue_end` when the group's turn to commit has come). With `fuse`, a group that is one whole row
+        statement is queued whole, position included, as one autocommit BINLOG statement: True then (no
+        `queue_end`)."""
         self._group_rows = 0
         pre = {"@@session.skip_replication": "1" if g.flagged and self.replicate_flagged else "0"}
         keep = self.keep_gtids and g.gtid is not None and bool(g.events)
@@ -398,6 +421,8 @@ class TargetSession:
             self._set_session({"@@session.gtid_seq_no": str(g.gtid.seq_no)})
         self._maps.clear()
         self._pending.clear()
+        if fuse and self._fusable(g):
+            return self._fused(g)
         # back-to-back groups with no SET between them (gtid_seq_no and skip_replication cannot change inside a
         # transaction): the previous group's COMMIT AND CHAIN opens this one's transaction
         if not self._pipe.chain():
@@ -416,6 +441,63 @@ class TargetSession:
             self._queue("COMMIT")
             self._set_session(BOOKKEEPING_GTID)
             self._queue("BEGIN")
+        return False
+
+    def _fusable(self, g: Group) -> bool:
+        """Cheap checks before `_fused`: a MariaDB target that takes BINLOG statements, the position row stored,
+        a transaction of row events only, with one statement end, small enough for one BINLOG statement."""
+        if not (self.native and self._native_now and self._pos_events is not None and self._pos_stored
+                and g.fde is not None and g.transactional and not g.rollback and g.events):
+            return False
+        if self._fuse_fde[0] is not g.fde:
+            self._fuse_fde = (g.fde, fde_checksum_alg(g.fde) if fusable_fde(g.fde) else None)
+        if self._fuse_fde[1] is None or not all(g.raws):
+            return False
+        last = g.events[-1]
+        return last.header.type_code in ROWS_EVENT_TYPES and bool(last.body.flags & STMT_END_F) \
+            and sum(map(len, g.raws)) <= STATEMENT_BYTES  # type: ignore[union-attr]
+
+    def _fused(self, g: Group) -> bool:
+        """Queue the group as one autocommit BINLOG statement (its events and the position row's): one
+        transaction, the source's GTID set before it. Falls back to BEGIN + the BINLOG statement when the
+        filters drop or rename one of its tables or the events are not one statement (returns False: the
+        caller queues the position row and COMMIT)."""
+        whole = True
+        fs = self.filters
+        rows: list[Event] = []
+        for ev in g.events:
+            if ev.header.type_code == TABLE_MAP_EVENT:
+                self._event(ev, g)  # the table map (and the filters' verdict on its table)
+                tm, ok = self._maps[ev.body.table_id]  # type: ignore[union-attr]
+                whole = whole and ok and (fs is None or fs.rewrite_db(tm.db) == tm.db)
+            else:
+                rows.append(ev)
+        assert self._pos_events is not None and self._fuse_fde[1] is not None
+        events = self._pos_events.statement(g.raws, g.end, self._fuse_fde[1]) if whole else None
+        if events is None:
+            if not self._pipe.chain():
+                self._queue("BEGIN")
+            self._row_statement(list(g.raws), rows, whole, g)
+            if self._pipe.checked:
+                self._flush()
+            return False
+        self._native_prelude(g)
+        tm, _ = self._maps[rows[0].body.table_id]  # type: ignore[union-attr]
+        self.current = f"{EVENT_NAMES.get(rows[0].header.type_code, '')} on {tm.db}.{tm.table}"
+
+        def committed() -> None:
+            self.groups_applied += 1
+            self.fused_groups += 1
+            self._batch_done += 1
+
+        self._pipe.add(binlog_sql(events), None, self._native_fail, committed)
+        if self._pipe.size >= PIPELINE_BYTES:
+            self._flush()
+        for k in TOUCHED:
+            self._state.pop(k, None)
+        self.native_statements += 1
+        self.current = ""
+        return True
 
     def queue_end(self, g: Group, last: bool = True) -> None:
         """Queue the position row and COMMIT; sent now when `last`."""
@@ -427,6 +509,7 @@ class TargetSession:
             self.rows_applied += rows
             self.groups_applied += 1
             self._batch_done += 1
+            self._pos_stored = True
 
         self._pipe.add("COMMIT", done=committed)
         if last:
@@ -469,24 +552,29 @@ class TargetSession:
                 self._rows(ev, ev.body, g)  # type: ignore[arg-type]
             return
 
-        def fail(code: int, msg: str) -> ApplyError:
-            if code == 1227:  # no SUPER / BINLOG REPLAY: this session keeps the SQL path
-                log.warning("channel %r: the target refuses BINLOG statements (%s); rows go as SQL", self.channel,
-                            msg)
-                self.native = False
-            return NativeRowsError(code, msg)
-
-        if self._fde_sent is not g.fde:
-            assert g.fde is not None
-            self._queue(binlog_sql([g.fde]), None, fail)
-            self._fde_sent = g.fde
-        self._set_session(NATIVE_SESSION)
+        self._native_prelude(g)
         tm, _ = self._maps[rows[0].body.table_id]  # type: ignore[union-attr]
         self.current = f"{EVENT_NAMES.get(rows[0].header.type_code, '')} on {tm.db}.{tm.table}"
-        self._queue(binlog_sql(stmt), None, fail)
+        self._queue(binlog_sql(stmt), None, self._native_fail)
         for k in TOUCHED:
             self._state.pop(k, None)
         self.native_statements += 1
+
+    def _native_fail(self, code: int, msg: str) -> ApplyError:
+        """A BINLOG statement the target refused: the group runs again through the SQL path."""
+        if code == 1227:  # no SUPER / BINLOG REPLAY: this session keeps the SQL path
+            log.warning("channel %r: the target refuses BINLOG statements (%s); rows go as SQL", self.channel, msg)
+            self.native = False
+        return NativeRowsError(code, msg)
+
+    def _native_prelude(self, g: Group) -> None:
+        """What a BINLOG statement of the source's row events needs before it: the source's FDE (once per target
+        session) and no ANNOTATE_ROWS in the target's binlog."""
+        if self._fde_sent is not g.fde:
+            assert g.fde is not None
+            self._queue(binlog_sql([g.fde]), None, self._native_fail)
+            self._fde_sent = g.fde
+        self._set_session(NATIVE_SESSION)
 
     def _event(self, ev: Event, g: Group) -> None:
         t = ev.header.type_code

@@ -97,10 +97,13 @@ if TYPE_CHECKING:
     from .config import ApplierConfig, ChannelConfig
     from .filters import FilterSet
 
+_SKIP_HIGH: Final = LOG_EVENT_SKIP_REPLICATION_F >> 8  # in the header's flags' high byte
+_XID_LEN: Final = HEADER_LEN + 8 + CRC_LEN  # the shortest event the in-place path takes (an XID with its CRC)
 log = logging.getLogger("binlogd.apply")
 
 QUEUE_GROUPS: Final = 256  # groups read ahead of the applier (bounded: back-pressure on the source)
-GROUPS_PER_TRIP: Final = 64  # queued groups handed to the worker at once (each still its own transaction)
+GROUPS_PER_TRIP: Final = 192  # queued groups handed to the worker at once (each still its own transaction;
+# 192 rather than 64: fewer round trips and GIL hand-overs, measured 8 % less CPU per 1-row group, issue 20)
 TABLE_MAPS_KEPT: Final = 4096  # decoded TABLE_MAP bodies kept by their bytes (the cache is emptied when full)
 ER_UNKNOWN_EVENT: Final = 1594  # ER_SLAVE_RELAY_LOG_READ_FAILURE, what MariaDB's SQL thread reports
 ER_SLAVE_INCIDENT: Final = 1590
@@ -380,6 +383,16 @@ class Channel:
                 fde = native_fde(bytes(raw))
                 self.master_server_id = int.from_bytes(raw[5:9], "little")
                 continue
+            if typ in (XID_EVENT, ANNOTATE_ROWS_EVENT) and len(raw) >= _XID_LEN:
+                # no body needed (a third of the reader's parsing in 1-row transactions): header fields in place
+                if h_pos := int.from_bytes(raw[13:17], "little"):
+                    cur.pos = h_pos
+                if raw[18] & _SKIP_HIGH and drop_flagged:
+                    self.skipped_flagged += 1
+                if typ == XID_EVENT:
+                    await emit(g or Group())
+                    g = None
+                continue
             try:
                 ev = self._parse(raw, alg)
             except EventDecodeError as e:
@@ -541,6 +554,9 @@ class Channel:
             "Slave_SQL_Running_State": self.session.current or ("Slave has read all relay log; waiting for more "
                                                                 "updates" if sql_running else ""),
             "Retried_transactions": sum(s.retried for s in self.parallel.sessions),
+            # --parallel-apply N: transactions run side by side and commit in the source's order, a conflict
+            # rolls back and is retried serially: what MariaDB calls optimistic
+            "Parallel_Mode": "optimistic" if len(self.parallel.sessions) > 1 else "none",
             "Slave_heartbeat_period": heartbeat_period(self.config.heartbeat_s),
             **ssl_status_columns(src.tls),
             **self.counters.columns(),

@@ -24,7 +24,7 @@ that group, with its retries and exactly its error texts; the next BACKOFF_BATCH
 and position-only groups always take the serial path (nothing after them starts before they end).
 
 Small transactions (rows data below `--parallel-min-bytes`, default 1024) stay on the channel's one session: its
-pipeline sends up to 64 of them per round trip, where parallel sessions need two round trips per transaction.
+pipeline sends up to 192 of them per round trip, where parallel sessions need two round trips per transaction.
 
 Names: `ParallelApply` (`sessions`, `apply`), `parallel_ok`, `CommitOrder`, `TURN_WAIT_S`.
 """

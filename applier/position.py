@@ -43,6 +43,9 @@ class Position:
     gtids: dict[int, Gtid] = field(default_factory=dict)
 
     def gtid_text(self) -> str:
+        if len(self.gtids) == 1:  # the usual case, once per applied group: no sort, no generator
+            for g in self.gtids.values():
+                return f"{g.domain_id}-{g.server_id}-{g.seq_no}"
         return ",".join(str(g) for _, g in sorted(self.gtids.items()))
 
     def describe(self, gtid: bool) -> str:

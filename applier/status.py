@@ -41,9 +41,9 @@ FIXED: Final[dict[str, Any]] = {
     "Until_Condition": "None", "Until_Log_File": "", "Until_Log_Pos": 0,
     # the TLS options the applier does not have (the others: protocol.tls_options.ssl_status_columns)
     "Master_SSL_CA_Path": "", "Master_SSL_Cipher": "", "Master_SSL_Crl": "", "Master_SSL_Crlpath": "",
-    # no IGNORE_SERVER_IDS, DO/IGNORE_DOMAIN_IDS or MASTER_DELAY; one group at a time per channel
+    # no IGNORE_SERVER_IDS, DO/IGNORE_DOMAIN_IDS or MASTER_DELAY (Parallel_Mode: Channel.status)
     "Replicate_Ignore_Server_Ids": "", "Replicate_Do_Domain_Ids": "", "Replicate_Ignore_Domain_Ids": "",
-    "SQL_Delay": 0, "SQL_Remaining_Delay": None, "Parallel_Mode": "none",
+    "SQL_Delay": 0, "SQL_Remaining_Delay": None,
 }
 
 APPLIER_FILTERS_COLUMNS = ("CHANNEL_NAME", "FILTER_NAME", "FILTER_RULE", "CONFIGURED_BY", "ACTIVE_SINCE", "COUNTER")

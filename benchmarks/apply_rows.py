@@ -19,7 +19,8 @@ For every `B:N` of `--sizes` (B rows per source transaction, N rows inserted):
    * `binlogd-apply p4`: the same with `--parallel-apply=4` (four target sessions, commits in order).
    Every copy's tables must equal the first replica's (CHECKSUM TABLE), else the benchmark exits 1.
 3. Medians of the repetitions: rows/s and the ratio binlogd-apply / replica; the binlogd-apply process's CPU
-   (user+sys from START SLAVE to the end) per row change, the figure least disturbed by other work on the machine;
+   (user+sys from START SLAVE to the end) per row change, the figure least disturbed by other work on the machine,
+   and the same for the replica's / the target's mariadbd (`mariadbd µs/row`: the server's share of the work);
    `uptime`'s load averages before and after each size (the machine is shared); JSON in
    benchmarks/results/apply_rows-<timestamp>.json.
 
@@ -100,6 +101,7 @@ class Bench:
         self.kind = ""
         self.count = 0
         self.cpu_by_kind: dict[str, list[float]] = {}
+        self.server_cpu: dict[str, list[float]] = {}  # the replica's / target's mariadbd CPU seconds per run
 
     def start(self, name: str, sid: int, *extra: str) -> MariaDB:
         self.count += 1
@@ -122,10 +124,12 @@ class Bench:
         replica = self.start("replica", 2, *REPLICA_ARGS[kind])
         try:
             replica.change_master(primary.host, primary.port, use_gtid="slave_pos")
+            server0 = _cpu_seconds(replica.pid)
             t0 = time.monotonic()
             replica.start_slave()
             replica.wait_slave_pos(*end, timeout=3600)
             seconds = time.monotonic() - t0
+            self.server_cpu.setdefault(kind, []).append(_cpu_seconds(replica.pid) - server0)
             return seconds, replica.table_checksums(["bench"])
         finally:
             self.drop(replica)
@@ -154,6 +158,7 @@ class Bench:
                     time.sleep(0.05)
             log_start = log_path.stat().st_size
             cpu0 = _cpu_seconds(self.proc.pid)
+            server0 = _cpu_seconds(target.pid)
             t0 = time.monotonic()
             with conn.cursor() as cur:
                 cur.execute("START SLAVE")
@@ -177,6 +182,7 @@ class Bench:
             seconds = time.monotonic() - t0
             self.cpu.append(_cpu_seconds(self.proc.pid) - cpu0)
             self.cpu_by_kind.setdefault(self.kind, []).append(self.cpu[-1])
+            self.server_cpu.setdefault(self.kind, []).append(_cpu_seconds(target.pid) - server0)
             self.stop_applier()
             return seconds, target.table_checksums(["bench"])
         finally:
@@ -263,6 +269,7 @@ def main() -> int:
             runs: dict[str, list[float]] = {k: [] for k in kinds}
             bench.cpu = []
             bench.cpu_by_kind = {}
+            bench.server_cpu = {}
             reference: dict[str, int | None] | None = None
             for rep in range(args.repeat):
                 for kind in kinds:
@@ -289,6 +296,8 @@ def main() -> int:
                             "applier_cpu_seconds": bench.cpu,
                             "applier_cpu_us_per_row": {k: statistics.median(v) / total * 1e6
                                                        for k, v in bench.cpu_by_kind.items()},
+                            "server_cpu_us_per_row": {k: statistics.median(v) / total * 1e6
+                                                      for k, v in bench.server_cpu.items()},
                             "load_before": load_before, "load_after": _load()})
 
         table = Table(title=f"row changes applied per second (median of {args.repeat})")
@@ -296,14 +305,17 @@ def main() -> int:
         ratio_cols = [(a, k) for a in appliers for k in ("replica p0", "replica p4") if k in kinds]
         for col in ("rows/txn", "row changes", *kinds, *(f"{a.replace('binlogd-', '')} ÷ {k.replace('replica ', '')}"
                                                          for a, k in ratio_cols),
-                    *(f"{a.replace('binlogd-', '')} CPU µs/row" for a in appliers), "load before→after"):
+                    *(f"{a.replace('binlogd-', '')} CPU µs/row" for a in appliers),
+                    *(f"{k.replace('binlogd-apply', 'target')} mariadbd µs/row" for k in kinds), "load before→after"):
             table.add_column(col, justify="right")
         for r in results:
             rps: dict[str, float] = r["median_rows_per_s"]  # type: ignore[assignment]
             cpu: dict[str, float] = r["applier_cpu_us_per_row"]  # type: ignore[assignment]
+            server: dict[str, float] = r["server_cpu_us_per_row"]  # type: ignore[assignment]
             table.add_row(str(r["batch"]), f"{r['rows']:,}", *(f"{rps[k]:,.0f}" for k in kinds),
                           *(f"{rps[a] / rps[k]:.2f}x" for a, k in ratio_cols),
                           *(f"{cpu[a]:.0f}" if a in cpu else "-" for a in appliers),
+                          *(f"{server[k]:.0f}" if k in server else "-" for k in kinds),
                           f"{r['load_before']}→{r['load_after']}")
         console.print(table)
         console.print(f"identical tables everywhere: {same}")

@@ -23,9 +23,10 @@ import threading
 import time
 from typing import Any
 
+import pymysql
 import pytest
 
-from tests.harness import MariaDB
+from tests.harness import MariaDB, free_port
 from tests.test_applier import stored_position, wait_applied
 
 STRICT = ("--log-bin=mysql-bin", "--binlog-format=ROW", "--gtid-strict-mode=ON")
@@ -77,8 +78,10 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any, pa
     in batches of many groups per round trip; with --parallel-apply=4 on four target sessions committing in
     order, every transaction touching the one counter row): the target ends equal to a real replica, no
     transaction applied twice (a counter row is incremented by each one), and a strict-mode replica of the target
-    never stops. A target without a binlog (no GTID to set per group) gets back-to-back groups chained, each
-    COMMIT AND CHAIN opening the next group's transaction: crash-safe all the same."""
+    never stops. A transaction that is one row statement goes as one autocommit BINLOG statement with its
+    position row's UPDATE (no BEGIN). With `--row-apply=sql` a target without a binlog (no GTID to set per group)
+    gets back-to-back groups chained, each COMMIT AND CHAIN opening the next group's transaction: crash-safe all
+    the same."""
     primary = mariadb("primary", 1, *STRICT)
     replica = mariadb("replica", 2)
     replica.change_master(primary.host, primary.port, use_gtid="slave_pos")
@@ -114,7 +117,7 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any, pa
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}", f"--parallel-apply={parallel}",
-               "--parallel-min-bytes=0")  # one-row transactions too
+               "--parallel-min-bytes=0", *(() if binlog else ("--row-apply=sql",)))  # one-row transactions too
     rng = random.Random(20)
     kills = moved = 0
     try:
@@ -151,8 +154,11 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any, pa
     logs = "".join(p.read_text() for p in proc.log_path.parent.glob("applier-*.log"))
     assert ("parallel apply on 4 target sessions" in logs) == (parallel == 4)
     status = dict(target.query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_begin', 'Com_commit')"))
-    chained = int(status["Com_commit"]) - int(status["Com_begin"])  # COMMIT AND CHAIN: a COMMIT without BEGIN
+    begun = int(status["Com_begin"])
+    chained = int(status["Com_commit"]) - begun  # COMMIT AND CHAIN: a COMMIT without BEGIN
     assert (chained > written[0] // 2) == (not binlog), status  # most groups came in batches
+    if binlog and parallel == 1:  # most groups as one BINLOG statement each (the parallel path keeps BEGIN)
+        assert begun < written[0] // 2, status
 
 
 def _event_end(primary: MariaDB, start: int, end: int, kind: str) -> int:
@@ -187,10 +193,15 @@ def test_error_in_the_middle_of_a_batch(mariadb: Any, applier: Any, parallel: in
         primary.query(f"INSERT INTO d1.t VALUES ({i}, 0)")
         after[i] = primary.master_status()[1]
     target.query("INSERT INTO d1.t VALUES (150, -1)")  # group 150 will hit a duplicate key
+    admin_port = free_port()
     channel = (f"--channel==mysql://root@127.0.0.1:{primary.port}?gtid=no", f"--parallel-apply={parallel}",
-               "--parallel-min-bytes=0")
+               "--parallel-min-bytes=0", f"--admin-port={admin_port}")
     proc = applier(target, *channel)
     got = _wait_error(proc)
+    with pymysql.connect(host="127.0.0.1", port=admin_port, user="root", ssl_disabled=True,
+                         cursorclass=pymysql.cursors.DictCursor) as admin, admin.cursor() as cur:
+        cur.execute("SHOW SLAVE STATUS")
+        assert cur.fetchone()["Parallel_Mode"] == ("optimistic" if parallel > 1 else "none")
     write_end = _event_end(primary, after[149], after[150], "Write_rows_v1")
     assert got == (f"mysql-bin.000001:{after[149]}: Could not execute Write_rows_v1 event on table d1.t; Duplicate "
                    f"entry '150' for key 'PRIMARY', Error_code: 1062; handler error HA_ERR_FOUND_DUPP_KEY; the "

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import struct
+import subprocess
 from typing import Any
 
 import pymysql
@@ -102,3 +103,43 @@ def test_sql_and_binlog_row_apply_give_the_same_tables(mariadb: Any, applier: An
         assert "Traceback" not in proc.log()
     assert sums[0] == sums[1] and all(v is not None for v in sums[0].values()), sums
     assert sorted(sums[0]) == ["d1.t", "d3.t"]
+
+
+def _binlog_text(server: MariaDB) -> str:
+    files = [str(server.datadir / name) for name, _ in server.binary_logs()]
+    out = subprocess.run(["mariadb-binlog", "--no-defaults", "-v", "--base64-output=decode-rows", *files],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_one_statement_groups_carry_their_position_in_one_binlog_statement(mariadb: Any, applier: Any) -> None:
+    """A transaction that is one row statement goes as ONE autocommit BINLOG statement that also updates the
+    position row (applier/position_events.py): in the target's binlog each source GTID's transaction holds the
+    rows and the position row's UPDATE; tables equal the source's. The first group (no position row yet) and a
+    group whose position row was deleted behind the applier's back take the SQL path, which inserts the row."""
+    primary = mariadb.primary()
+    target = mariadb("target", 3, "--log-bin=mysql-bin")
+    primary.execute("CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(20), w BIGINT UNSIGNED)")
+    for i in range(1, 41):
+        primary.query(f"INSERT INTO d.t VALUES ({i}, 'v{i}', {18446744073709551615 - i})")
+    primary.query("UPDATE d.t SET v = 'u' WHERE id <= 10")
+    primary.query("DELETE FROM d.t WHERE id > 35")
+    proc = applier(target, f"--channel==mysql://root@127.0.0.1:{primary.port}")
+    wait_applied(target, proc, primary.master_status())
+    assert target.table_checksums(["d"]) == primary.table_checksums(["d"])
+    trxs = _binlog_text(target).split("\tGTID ")
+    source = [t for t in trxs if t.startswith("0-1-")]
+    fused = [t for t in source if "### UPDATE `binlogd_apply`.`channel_position`" in t]
+    rows = [t for t in source if "`d`.`t`" in t and "### " in t]
+    assert len(rows) == 42 and len(fused) >= 41, (len(rows), len(fused))  # all but the first: fused
+    assert all("`d`.`t`" in t and "START TRANSACTION" in t and "COMMIT" in t for t in fused)
+    gtid_pos = str(target.query("SELECT gtid_pos FROM binlogd_apply.channel_position")[0][0])
+    assert gtid_pos == primary.query("SELECT @@gtid_binlog_pos")[0][0]
+
+    target.query("DELETE FROM binlogd_apply.channel_position")  # the UPDATE finds no row: 1032, SQL path
+    for i in range(41, 51):
+        primary.query(f"INSERT INTO d.t VALUES ({i}, 'again', {i})")
+    wait_applied(target, proc, primary.master_status())
+    assert target.table_checksums(["d"]) == primary.table_checksums(["d"])
+    assert " ERROR " not in proc.log() and "Traceback" not in proc.log()
