@@ -191,6 +191,21 @@ class Fuzzer:
         finally:
             sock.close()
 
+    def replay(self, sock: socket.socket, payload: bytes) -> str:
+        """One command's payload sent and followed as the storm does it (tests replay a storm's hang case with it):
+        the label `after_command` gives; a Hang if the server neither answers the resynchronising SELECT nor
+        closes."""
+        self._send(sock, _packet(payload))
+        label = after_command(payload[:1], "replay", lambda: self._answer(sock))
+        if label not in ("dump", "quit"):
+            self._sync(sock, label)
+        return label
+
+    def login(self, sock: socket.socket) -> None:
+        """Read the greeting and log in as root (empty password), as a storm's session does."""
+        _read(sock)
+        self._login(sock)
+
     def _handshake_response(self, charset: int) -> bytes:
         return (struct.pack("<IIB", CAPS, 1 << 24, charset) + bytes(23) + b"root\0" + b"\0"
                 + b"mysql_native_password\0")
