@@ -161,7 +161,13 @@ class ReplicationSession(BaseSession):
                 self.database = None
 
     async def use(self, database: str) -> None:
+        """COM_INIT_DB. MariaDB checks the name before looking it up: none is 1046, one with a NUL 1102 (named up to
+        the NUL)."""
         try:
+            if not database:
+                raise SqlError(1046, "No database selected", "3D000")
+            if "\0" in database:
+                raise SqlError(1102, f"Incorrect database name '{database.split(chr(0))[0]}'", "42000")
             self._change_database(database)
         except SqlError as e:
             raise _mysql_error(e) from e

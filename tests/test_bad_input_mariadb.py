@@ -235,6 +235,8 @@ CASES: list[tuple[str, Answer, Callable[[socket.socket], Answer]]] = [
     ("register_short_tail", ("err", 1105, "Wrong parameters to function register_slave"),
      _register(b"\x01\0\0\0\0\0\0" + bytes(9))),
     ("register_password_40", ("ok",), _register(b"\x01\0\0\0\0\0\x28" + b"p" * 40 + bytes(10))),
+    ("init_db_empty", ("err", 1046, "No database selected"), _packet_answer(b"\x02")),
+    ("init_db_nul", ("err", 1102, "Incorrect database name 'mysql'"), _packet_answer(b"\x02mysql\0")),
 ]
 
 
