@@ -46,7 +46,24 @@ SEED_QUERIES = [
     "SELECT 'a\\'b', \"c\", `d`", "SHOW WARNINGS", "SELECT 1 /* comment */ + 2", "USE mysql",
 ]
 FDE_FLAGS_OFFSET = 4 + 17  # low byte of the first event's flags in a binlog file
-NO_REPLY = {0x18, 0x19}  # COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE
+COM_QUIT, COM_BINLOG_DUMP = 0x01, 0x12
+
+
+def after_command(command: bytes, kind: str, answer: Callable[[], bytes]) -> str:
+    """What the session does after a command whose payload starts with `command` (its command byte, whatever
+    scenario built it: a mutated dump may have become a COM_STMT_SEND_LONG_DATA, a random packet a dump).
+
+    COM_BINLOG_DUMP: its first answer is read and the session ends (MariaDB ends it after a dump, and a blocking
+    dump would never answer the resynchronising SELECT); COM_QUIT ends it. Anything else is followed by the
+    SELECT, which also consumes the answer, if any: commands MariaDB does not answer (COM_STMT_SEND_LONG_DATA,
+    COM_STMT_CLOSE) must not be waited for, or the fuzzer reports a hang the server is right about."""
+    if command == bytes((COM_BINLOG_DUMP,)):
+        with contextlib.suppress(Closed):
+            answer()
+        return "dump"  # (MariaDB's fake COM_QUIT): a new connection follows
+    if command == bytes((COM_QUIT,)):
+        return "quit"
+    return kind
 
 
 @dataclass
@@ -174,6 +191,21 @@ class Fuzzer:
         finally:
             sock.close()
 
+    def replay(self, sock: socket.socket, payload: bytes) -> str:
+        """One command's payload sent and followed as the storm does it (tests replay a storm's hang case with it):
+        the label `after_command` gives; a Hang if the server neither answers the resynchronising SELECT nor
+        closes."""
+        self._send(sock, _packet(payload))
+        label = after_command(payload[:1], "replay", lambda: self._answer(sock))
+        if label not in ("dump", "quit"):
+            self._sync(sock, label)
+        return label
+
+    def login(self, sock: socket.socket) -> None:
+        """Read the greeting and log in as root (empty password), as a storm's session does."""
+        _read(sock)
+        self._login(sock)
+
     def _handshake_response(self, charset: int) -> bytes:
         return (struct.pack("<IIB", CAPS, 1 << 24, charset) + bytes(23) + b"root\0" + b"\0"
                 + b"mysql_native_password\0")
@@ -201,6 +233,13 @@ class Fuzzer:
                 return
 
     def _command(self, sock: socket.socket) -> str:
+        """One fuzzed command; what is awaited next follows the command byte actually sent (`after_command`)."""
+        kind = self._fuzzed_command(sock)
+        if kind in ("seq", "huge", "abrupt"):
+            return kind
+        return after_command(self.sent[-1][4:5], kind, lambda: self._answer(sock))
+
+    def _fuzzed_command(self, sock: socket.socket) -> str:
         rng = self.rng
         kind = rng.choices(["query", "prepare", "stmt", "register", "dump", "random", "seq", "huge", "abrupt",
                             "quit"], weights=[30, 10, 25, 5, 4, 12, 3, 2, 3, 1])[0]
@@ -220,8 +259,6 @@ class Fuzzer:
                 body += rng.randbytes(rng.randint(0, 12))
             self._send(sock, _packet(bytes((cmd,)) + _mutate(rng, body) if rng.random() < 0.3 else
                                      bytes((cmd,)) + body))
-            if cmd in NO_REPLY:
-                return "stmt"
         elif kind == "register":
             self._send(sock, _packet(_mutate(rng, build_register_slave(rng.randrange(1, 100), "r", "u", "p", 3306))))
         elif kind == "dump":
@@ -229,9 +266,6 @@ class Fuzzer:
                                "mysql-bin.999999"])
             self._send(sock, _packet(_mutate(rng, build_binlog_dump(rng.randrange(0, 5000), 1,
                                                                     rng.randrange(0, 1 << 32), name))))
-            with contextlib.suppress(Closed):
-                self._answer(sock)
-            return "dump"  # the session ends with a dump (MariaDB's fake COM_QUIT): a new connection follows
         elif kind == "random":
             self._send(sock, _packet(bytes((rng.randrange(256),)) + rng.randbytes(rng.randint(0, 40))))
         elif kind == "seq":
@@ -246,7 +280,6 @@ class Fuzzer:
             return "abrupt"
         else:
             self._send(sock, _packet(b"\x01"))
-            return "quit"
         return kind
 
 
@@ -362,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=3600.0)
     ap.add_argument("--seed", type=int, default=19)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--keep", type=Path, help="copy each mode's server log into this directory")
     ap.add_argument("--mode", choices=["directory", "standalone", "applier-admin"], action="append",
                     help="repeatable (default: directory and standalone)")
     args = ap.parse_args(argv)
@@ -392,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
                 files = {p.name: p for p in binlogs.rglob("*-bin.[0-9]*")}
                 dump_ok = raw_dump_matches(server.port, files, work / "copy")
                 log = server.log_text()
+                if args.keep:
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    (args.keep / f"{mode}-binlogd.log").write_text(log)
                 results[mode] = {
                     "packets": stats.packets, "connections": stats.connections, "hangs": stats.hangs,
                     "hang_cases": stats.hang_cases[:10], "tracebacks": log.count("Traceback"),

@@ -40,6 +40,7 @@ from .stmt_errors import (
     too_many_statements,
     unknown_statement,
 )
+from .stmt_params import read_execute_params
 
 log = logging.getLogger("binlogd.conn")
 
@@ -422,11 +423,12 @@ class StrictConnection(Connection):
         count = stmt.num_params
         if Capabilities.CLIENT_QUERY_ATTRIBUTES in self.capabilities:
             count = packets.read_uint_len(reader)
-        params = packets._read_params(self.capabilities, self.client_charset, reader, count, stmt.param_buffers)
+        params = read_execute_params(data, reader.tell(), count, self.capabilities, self.client_charset,
+                                     stmt.param_buffers)
         if len(params) < stmt.num_params:
             raise ValueError(f"{len(params)} parameters for {stmt.num_params} placeholders")
         parts, last = [], 0
-        for m, (_, value) in zip(REGEX_PARAM.finditer(stmt.sql), params, strict=False):
+        for m, value in zip(REGEX_PARAM.finditer(stmt.sql), params, strict=False):
             parts += [stmt.sql[last:m.start()], sql_literal(value)]
             last = m.end()
         parts.append(stmt.sql[last:])

@@ -31,7 +31,7 @@ from binlogd.protocol.sqlserver import MALFORMED_INPUT, SafeStream, StrictConnec
 from mysql_mimic import packets, types
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
-from mysql_mimic.results import ResultColumn, ensure_result_set
+from mysql_mimic.results import ResultColumn, ensure_result_set, infer_type
 from mysql_mimic.results import ResultSet as ResultSet_
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
@@ -115,6 +115,8 @@ class ReplicationSession(BaseSession):
         if result.types is not None:
             return result.rows, [name if t is None else ResultColumn(name=name, type=column_type(t))
                                  for name, t in zip(result.columns, result.types, strict=True)]
+        if len(set(result.columns)) < len(result.columns):
+            return result.rows, typed_by_position(result.rows, result.columns)
         return result.rows, result.columns
 
     async def _check_privileges(self, sql: str) -> None:
@@ -160,7 +162,13 @@ class ReplicationSession(BaseSession):
                 self.database = None
 
     async def use(self, database: str) -> None:
+        """COM_INIT_DB. MariaDB checks the name before looking it up: none is 1046, one with a NUL 1102 (named up to
+        the NUL)."""
         try:
+            if not database:
+                raise SqlError(1046, "No database selected", "3D000")
+            if "\0" in database:
+                raise SqlError(1102, f"Incorrect database name '{database.split(chr(0))[0]}'", "42000")
             self._change_database(database)
         except SqlError as e:
             raise _mysql_error(e) from e
@@ -192,6 +200,17 @@ def column_type(sql_type: str) -> ColumnType:
     if base.endswith(("text", "blob")):
         return ColumnType.BLOB
     return _COLUMN_TYPES.get(base, ColumnType.VAR_STRING)
+
+
+def typed_by_position(rows: list[tuple[Any, ...]], names: list[str]) -> list[ResultColumn]:
+    """Each column's type from its first non-NULL value, as mimic infers it, but by position: mimic keys its
+    inference by name, so of two columns named alike (`SELECT '', ''`, `SELECT 1, 1`, a prepared `SELECT ?, ?`)
+    one stayed untyped and mimic's assertion cost the client a 1105 where MariaDB answers the row."""
+    columns = []
+    for i, name in enumerate(names):
+        value = next((row[i] for row in rows if row[i] is not None), None)
+        columns.append(ResultColumn(name=name, type=ColumnType.NULL if value is None else infer_type(value)))
+    return columns
 
 
 def _mysql_error(e: SqlError) -> MysqlError:

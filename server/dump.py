@@ -405,7 +405,13 @@ class DumpStream:
     async def _send_error(self, e: DumpError) -> None:
         self._put_packet(err_packet(e.code, self._error_text(e)))
         with contextlib.suppress(ConnectionError, OSError):
-            await self._flush()
+            try:
+                await self._flush()
+            except DumpError as first:  # an event framed before `e` fails the checksum stage: it comes first
+                log.warning("%s dump: before that, error %d: %s", self.label, first.code, first.message)
+                self._put_packet(err_packet(first.code, self._error_text(first)))
+                with contextlib.suppress(DumpError):  # (the stage still holds the bad event: the session just ends)
+                    await self._flush()
 
     async def _send_internal_error(self, e: Exception) -> tuple[int, str] | None:
         """ERR 1236 for an unexpected exception, unless a write was cut inside a packet (then the connection just

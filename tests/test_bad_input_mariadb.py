@@ -119,13 +119,6 @@ def _execute_unknown(s: socket.socket) -> Answer:
     return answer(s)
 
 
-def _execute_huge_length(s: socket.socket) -> Answer:
-    sid = prepare(s, "SELECT ?")
-    body = struct.pack("<IBI", sid, 0, 1) + b"\x00\x01" + bytes((0xFE, 0)) + b"\xfe" + b"\xff" * 8
-    send_packet(s, bytes((COM_STMT_EXECUTE,)) + body)
-    return answer(s)
-
-
 def _execute_missing_params(s: socket.socket) -> Answer:
     sid = prepare(s, "SELECT ?")
     send_packet(s, bytes((COM_STMT_EXECUTE,)) + struct.pack("<IBI", sid, 0, 1))
@@ -242,6 +235,8 @@ CASES: list[tuple[str, Answer, Callable[[socket.socket], Answer]]] = [
     ("register_short_tail", ("err", 1105, "Wrong parameters to function register_slave"),
      _register(b"\x01\0\0\0\0\0\0" + bytes(9))),
     ("register_password_40", ("ok",), _register(b"\x01\0\0\0\0\0\x28" + b"p" * 40 + bytes(10))),
+    ("init_db_empty", ("err", 1046, "No database selected"), _packet_answer(b"\x02")),
+    ("init_db_nul", ("err", 1102, "Incorrect database name 'mysql'"), _packet_answer(b"\x02mysql\0")),
 ]
 
 
@@ -258,19 +253,61 @@ def pair(mariadb: Any, binlogd: Any, tmp_path: Path) -> tuple[Any, Any]:
     return real, ours
 
 
-def test_huge_parameter_length_is_1210_not_a_traceback(pair: tuple[Any, Any]) -> None:
-    """A length-encoded parameter length of 2^64-1: MariaDB clamps it to the bytes left and runs the statement
-    (a result set); binlogd (mimic's parameter reader) cannot, and answers 1210 instead of an internal error.
-    Both sides are asserted so the known difference is visible if either changes."""
+# (placeholders, parameter bytes after the types, expected binary row after its header and null bitmap):
+# MariaDB 10.11's reading of lengths past the packet's end, as a real 10.11 answered them
+PARAM_LENGTHS: dict[str, tuple[int, bytes, bytes | None]] = {
+    "fc_ffff": (1, b"\xfc\xff\xff", b"\x00"),  # 65535 bytes announced, none there: an empty string
+    "fc_ffff_abcd": (1, b"\xfc\xff\xffabcd", b"\x00"),
+    "fe_ff8": (1, b"\xfe" + b"\xff" * 8, b"\x00"),  # 2^64-1: the same (mimic's reader overflowed: 1210)
+    "fe_high_bytes_ignored": (1, b"\xfe\x03\0\0\0\x01\0\0\0abc", b"\x03abc"),  # only the low 4 bytes count
+    "one_past_the_end": (1, b"\x04abc", b"\x00"),
+    "exact": (1, b"\x03abc", b"\x03abc"),
+    "fc_cut_short": (1, b"\xfc\xff", b"\x00"),  # a length whose bytes are missing reads as 0
+    "next_after_the_length": (2, b"\xfc\xff\xff\x01c", b"\x00\x01c"),  # the bytes are not consumed
+    "fe_ff8_then_c": (2, b"\xfe" + b"\xff" * 8 + b"\x01c", b"\x00\x01c"),
+    "second_too_long": (2, b"\x02ab\x05c", b"\x02ab\x00"),
+    "first_too_long": (2, b"\x05ab\x01c", b"\x00\x00"),  # the second's length is then 'a' (97)
+    "nothing_left_for_the_second": (2, b"\xfe" + b"\xff" * 8, None),  # 1210
+}
+
+
+def _execute_strings(s: socket.socket, count: int, values: bytes) -> Answer:
+    """COM_STMT_EXECUTE of `SELECT ?, ...` with `count` STRING parameters: ("row", bytes after the row's header
+    and null bitmap) or the ERR."""
+    sid = prepare(s, "SELECT " + ", ".join("?" * count))
+    body = struct.pack("<IBI", sid, 0, 1) + b"\x00\x01" + b"\xfe\x00" * count + values
+    send_packet(s, bytes((COM_STMT_EXECUTE,)) + body)
+    first = answer(s)
+    if first[0] != "data":
+        return first
+    for _ in range(count + 1):  # column definitions, EOF
+        assert read_packet(s) is not None
+    row = read_packet(s)
+    assert row is not None and row[1][:1] == b"\x00", row
+    assert answer(s) == ("eof",)
+    return ("row", row[1][2:])
+
+
+def test_huge_parameter_lengths_read_as_mariadb_reads_them(pair: tuple[Any, Any]) -> None:
+    """A string parameter's length past the packet's end (`fc ffff`, `fe ff..ff`): MariaDB answers the row with an
+    empty string, never an error; binlogd's answer (row bytes included) is the same for every case."""
     real, ours = pair
-    got = {}
-    for label, srv in (("mariadb", real), ("binlogd", ours)):
-        sock = login(srv.host, srv.port)
-        try:
-            got[label] = _execute_huge_length(sock)
-        finally:
-            sock.close()
-    assert got == {"mariadb": ("data",), "binlogd": ("err", 1210, "Incorrect arguments to mysqld_stmt_execute")}
+    report, bad = [], []
+    for name, (count, values, row) in PARAM_LENGTHS.items():
+        expected = ("row", row) if row is not None else ("err", 1210, "Incorrect arguments to mysqld_stmt_execute")
+        got = {}
+        for label, srv in (("mariadb", real), ("binlogd", ours)):
+            sock = login(srv.host, srv.port)
+            try:
+                got[label] = _execute_strings(sock, count, values)
+                assert then_ping(sock) == ("ok",)  # in step: nothing left over
+            finally:
+                sock.close()
+        report.append(f"{name}: {got} expected {expected}")
+        if got != {"mariadb": expected, "binlogd": expected}:
+            bad.append(report[-1])
+    print("\n".join(report))
+    assert not bad, "\n".join(bad)
     assert_healthy(ours)
 
 
@@ -387,4 +424,44 @@ def test_statement_with_millions_of_tokens_is_refused_quickly(pair: tuple[Any, A
     assert got[:2] == ("err", 1064) and got[2].startswith("memory exhausted near '+1+1"), got
     s.close()
     assert _rss_mib(ours.pid) - before < 48
+    assert_healthy(ours)
+
+
+def _text_rows(s: socket.socket, sql: str) -> Answer:
+    """COM_QUERY: ("rows", column count, the row packets' bytes) or the ERR / OK."""
+    send_packet(s, bytes((COM_QUERY,)) + sql.encode())
+    pkt = read_packet(s)
+    assert pkt is not None
+    if pkt[1][:1] in (b"\xff", b"\x00"):
+        return answer_of(pkt[1])
+    count = pkt[1][0]
+    for _ in range(count + 1):  # column definitions, EOF
+        assert read_packet(s) is not None
+    rows = []
+    while (row := read_packet(s)) is not None and not (row[1][:1] == b"\xfe" and len(row[1]) < 9):
+        rows.append(row[1])
+    return ("rows", count, rows)
+
+
+def answer_of(body: bytes) -> Answer:
+    if body[:1] == b"\xff":
+        return ("err", struct.unpack_from("<H", body, 1)[0], body[9:].decode(errors="replace"))
+    return ("ok",)
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1, 1", "SELECT '', ''", "SELECT NULL, NULL, 2"])
+def test_columns_named_alike_get_their_row(pair: tuple[Any, Any], sql: str) -> None:
+    """Two result columns with the same name: MariaDB answers the row; binlogd answered 1105 (mimic infers column
+    types keyed by name and asserted on the one left untyped). Prepared `SELECT ?, ?` with two empty strings
+    (test_huge_parameter_lengths...) met the same."""
+    real, ours = pair
+    got = {}
+    for label, srv in (("mariadb", real), ("binlogd", ours)):
+        sock = login(srv.host, srv.port)
+        try:
+            got[label] = _text_rows(sock, sql)
+        finally:
+            sock.close()
+    assert got["mariadb"][0] == "rows", got
+    assert got["binlogd"] == got["mariadb"]
     assert_healthy(ours)
