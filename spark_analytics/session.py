@@ -28,9 +28,10 @@ DEFAULTS: dict[str, str] = {
     # must not grow without bound in the driver's heap
     "spark.sql.maxPlanStringLength": "65536",
 }
-# A small audit is mostly JVM warm-up: the C2 compiler's work never pays back within it. Measured on a 20 000-event
-# audit (benchmarks/README.md, "Audit scale"): session start + audit 81 -> 60 CPU-seconds with C1 only. Large inputs
-# keep C2 (their hot loops run for minutes).
+# A small one-audit run (the CLI) is mostly JVM warm-up: the C2 compiler's work never pays back within it.
+# Measured on a 20 000-event audit through the CLI (benchmarks/README.md, "Audit scale"): 77-91 -> 53-63 CPU
+# seconds with C1 only. Large inputs keep C2 (their hot loops run for minutes), and so do sessions that run many
+# audits (tests): test_audit.py took 299 s with C2, 329 s with C1.
 SMALL_INPUT_BYTES = 32 << 20
 SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
@@ -72,8 +73,9 @@ def input_bytes(*paths: Path) -> int:
 def build_session(master: str | None = None, app_name: str = "binlogd-audit", conf: dict[str, str] | None = None,
                   log_file: Path | None = None, input_size: int | None = None) -> Any:
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
-    Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`): at most
-    SMALL_INPUT_BYTES, or None (not known: tests, small by nature), starts the driver JVM with C1 only."""
+    Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
+    process (the CLI): at most SMALL_INPUT_BYTES starts the driver JVM with C1 only. None (not known; a session
+    that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -85,7 +87,7 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or DEFAULT_MASTER)
     settings = {**DEFAULTS, **(conf or {})}
-    if (input_size is None or input_size <= SMALL_INPUT_BYTES) and "TieredStopAtLevel" not in settings.get(
+    if input_size is not None and input_size <= SMALL_INPUT_BYTES and "TieredStopAtLevel" not in settings.get(
             "spark.driver.extraJavaOptions", ""):
         settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
                                                      + SMALL_JVM_OPTIONS).strip()
