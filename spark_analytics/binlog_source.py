@@ -215,12 +215,15 @@ def upstream_files(files: Sequence[Path]) -> list[str | None]:
     """
     out: list[str | None] = []
     current: str | None = None
-    for i, f in enumerate(files):
+    if files:  # a primary binlog is told by its first FDE alone: its files (100 MB each) are not read here
+        with files[0].open("rb") as fh:
+            head = fh.read(4 + HEADER_LEN)
+        if not (len(head) >= 4 + HEADER_LEN and head[4 + 4] == FORMAT_DESCRIPTION_EVENT
+                and int.from_bytes(head[4 + 17 : 4 + 19], "little") & LOG_EVENT_RELAY_LOG_F):
+            return [None] * len(files)
+    for f in files:
         with f.open("rb") as fh:
             data = fh.read()
-        if i == 0 and not (len(data) >= 4 + HEADER_LEN and data[4 + 4] == FORMAT_DESCRIPTION_EVENT
-                           and int.from_bytes(data[4 + 17 : 4 + 19], "little") & LOG_EVENT_RELAY_LOG_F):
-            return [None] * len(files)
         out.append(current)
         p, n, crc_len = 4, len(data), 0
         while n - p >= HEADER_LEN:

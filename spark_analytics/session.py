@@ -28,6 +28,12 @@ DEFAULTS: dict[str, str] = {
     # must not grow without bound in the driver's heap
     "spark.sql.maxPlanStringLength": "65536",
 }
+# A small one-audit run (the CLI) is mostly JVM warm-up: the C2 compiler's work never pays back within it.
+# Measured on a 20 000-event audit through the CLI (benchmarks/README.md, "Audit scale"): 77-91 -> 53-63 CPU
+# seconds with C1 only. Large inputs keep C2 (their hot loops run for minutes), and so do sessions that run many
+# audits (tests): test_audit.py took 299 s with C2, 329 s with C1.
+SMALL_INPUT_BYTES = 32 << 20
+SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 LOG4J2 = """\
@@ -52,10 +58,24 @@ def quiet_logging(log_file: Path) -> str:
     return f"-Dlog4j2.configurationFile=file:{props}"
 
 
+def input_bytes(*paths: Path) -> int:
+    """Bytes of the files under `paths` (the audit's inputs): what the session is sized by."""
+    total = 0
+    for p in paths:
+        p = Path(p)
+        if p.is_file():
+            total += p.stat().st_size
+        elif p.is_dir():
+            total += sum(q.stat().st_size for q in p.iterdir() if q.is_file())
+    return total
+
+
 def build_session(master: str | None = None, app_name: str = "binlogd-audit", conf: dict[str, str] | None = None,
-                  log_file: Path | None = None) -> Any:
+                  log_file: Path | None = None, input_size: int | None = None) -> Any:
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
-    Spark's own log goes there instead of the terminal."""
+    Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
+    process (the CLI): at most SMALL_INPUT_BYTES starts the driver JVM with C1 only. None (not known; a session
+    that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -67,6 +87,10 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or DEFAULT_MASTER)
     settings = {**DEFAULTS, **(conf or {})}
+    if input_size is not None and input_size <= SMALL_INPUT_BYTES and "TieredStopAtLevel" not in settings.get(
+            "spark.driver.extraJavaOptions", ""):
+        settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
+                                                     + SMALL_JVM_OPTIONS).strip()
     if log_file is not None:
         settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
                                                      + quiet_logging(log_file)).strip()
