@@ -371,6 +371,7 @@ class RunResult:
     machine_busy_cpu_s: float  # all CPUs, all processes, during the run (/proc/stat)
     loadavg_before: float
     mismatches: list[str] = field(default_factory=list)
+    reader: str = "mariadb-binlog"  # or "c": benchmarks/c/binlog_reader.c (counts packets, writes nothing)
 
     @property
     def other_cpu_s(self) -> float:
@@ -490,10 +491,40 @@ def verify_output(out_dir: Path, target: Target) -> list[str]:
     return problems
 
 
+C_READER_SOURCE = Path(__file__).resolve().parent / "c" / "binlog_reader.c"
+
+
+def build_c_reader(work: Path, console: Console) -> Path | None:
+    """Compile the minimal C reader with gcc (None, with a note, when gcc is missing or fails)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        console.print("[yellow]gcc not found: the C reader is skipped[/]")
+        return None
+    out = work / "binlog_reader"
+    res = subprocess.run([gcc, "-O2", "-o", str(out), str(C_READER_SOURCE)], capture_output=True, text=True,
+                         check=False)
+    if res.returncode != 0:
+        console.print(f"[yellow]the C reader did not compile: the C reader is skipped[/]\n{res.stderr[-2000:]}")
+        return None
+    return out
+
+
+def verify_c_reader(log: Path, target: Target) -> list[str]:
+    """The C reader's counts against the files: every stored event, once (fakes are counted apart)."""
+    text = log.read_text(errors="replace")
+    m = re.search(r"events=(\d+) bytes=(\d+)", text)
+    if m is None:
+        return [f"C reader: no counts in its output: {text[-300:]}"]
+    events, size = target.volume()
+    want = (events, size - BIN_LOG_HEADER_SIZE * len(target.expected))
+    got = (int(m[1]), int(m[2]))
+    return [] if got == want else [f"C reader: got {got[0]} events / {got[1]} bytes, the files hold {want}"]
+
+
 def run_clients(target: Target, clients: int, repetition: int, out_root: Path, binary: str, keep: bool,
-                progress: Progress) -> RunResult:
-    """Start `clients` mariadb-binlog processes at once, wait for all, verify their output."""
-    run_dir = out_root / f"{target.key}-{clients}c-r{repetition}"
+                progress: Progress, c_reader: Path | None = None) -> RunResult:
+    """Start `clients` mariadb-binlog processes (or C readers) at once, wait for all, verify their output."""
+    run_dir = out_root / f"{target.key}-{clients}{'C' if c_reader else 'c'}-r{repetition}"
     dirs = [run_dir / f"client{i}" for i in range(clients)]
     for d in dirs:
         d.mkdir(parents=True)
@@ -512,8 +543,9 @@ def run_clients(target: Target, clients: int, repetition: int, out_root: Path, b
         for i in range(clients):
             with open(logs[i], "wb") as log:
                 starts[i] = time.perf_counter()
-                procs.append(subprocess.Popen(client_command(binary, target.port, dirs[i], target.first_file),
-                                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+                cmd = (client_command(binary, target.port, dirs[i], target.first_file) if c_reader is None else
+                       [str(c_reader), "127.0.0.1", str(target.port), target.first_file])
+                procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
 
             def waiter(i: int = i) -> None:
                 procs[i].wait()
@@ -541,8 +573,8 @@ def run_clients(target: Target, clients: int, repetition: int, out_root: Path, b
         if p.returncode != 0:
             problems.append(f"client {i} exited with {p.returncode}: {logs[i].read_text(errors='replace')[-500:]}")
     vtask = progress.add_task(f"verifying {clients} output(s) byte by byte", total=clients)
-    for d in dirs:
-        problems.extend(verify_output(d, target))
+    for i, d in enumerate(dirs):
+        problems.extend(verify_output(d, target) if c_reader is None else verify_c_reader(logs[i], target))
         progress.advance(vtask)
     progress.remove_task(vtask)
     events, size = target.volume()
@@ -562,6 +594,7 @@ def run_clients(target: Target, clients: int, repetition: int, out_root: Path, b
         machine_busy_cpu_s=round(busy1 - busy0, 2),
         loadavg_before=load,
         mismatches=problems,
+        reader="mariadb-binlog" if c_reader is None else "c",
     )
 
 
@@ -813,13 +846,20 @@ def start_targets(keys: Sequence[str], bs: BinlogSet, work: Path, tree: Path | N
     return targets
 
 
+C_LABEL = "1 C"  # the summary's key for the C reader's runs (one client)
+
+
 def summarize(results: list[RunResult], keys: Sequence[str], client_counts: Sequence[int]) -> dict[str, Any]:
-    """Best repetition (shortest wall) per (clients, target) plus ratios to MariaDB."""
+    """Best repetition (shortest wall) per (clients, target) plus ratios to MariaDB; the C reader's runs under
+    C_LABEL."""
     summary: dict[str, Any] = {}
-    for c in client_counts:
+    groups = [(str(c), c, "mariadb-binlog") for c in client_counts]
+    if any(r.reader == "c" for r in results):
+        groups.append((C_LABEL, 1, "c"))
+    for label, c, reader in groups:
         best: dict[str, RunResult] = {}
         for k in keys:
-            runs = [r for r in results if r.clients == c and r.target == k]
+            runs = [r for r in results if r.clients == c and r.target == k and r.reader == reader]
             if runs:
                 best[k] = min(runs, key=lambda r: r.wall_s)
         entry: dict[str, Any] = {k: r.to_json() for k, r in best.items()}
@@ -842,12 +882,12 @@ def summarize(results: list[RunResult], keys: Sequence[str], client_counts: Sequ
                 "server_us_per_event": round(on.server_us_per_event / off.server_us_per_event, 3)
                 if off.server_us_per_event else None,
             }
-        summary[str(c)] = entry
+        summary[label] = entry
     return summary
 
 
 def print_table(summary: dict[str, Any], keys: Sequence[str], console: Console, repeat: int) -> None:
-    title = "dump throughput: mariadb-binlog --read-from-remote-server --raw --to-last-log"
+    title = "dump throughput: mariadb-binlog --read-from-remote-server --raw --to-last-log (1 C: the C reader)"
     if repeat > 1:
         title += f" (best of {repeat})"
     caption = ("events/s, MB/s (10^6 B): all clients together (clients x volume / wall); per client: mean of each "
@@ -942,6 +982,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-top", type=int, default=25, help="entries shown per profile ranking (default 25)")
     p.add_argument("--pyspy-rate", type=int, default=500, help="py-spy samples per second (default 500)")
     p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
+    p.add_argument("--no-c-reader", dest="c_reader", action="store_false",
+                   help="skip the minimal C reader (benchmarks/c/binlog_reader.c, compiled with gcc; 1 client)")
     return p
 
 
@@ -1001,12 +1043,13 @@ def main(argv: list[str] | None = None) -> int:
             out_root = stack.enter_context(_dir(args.out_dir, "binlogd-bench-out-", shm or str(work), args.keep,
                                                 console))
             targets = start_targets(args.targets, bs, work, args.binlogd_tree, stack, console)
+            c_reader = build_c_reader(work, console) if args.c_reader else None
             mariadb_version = ""
             with contextlib.suppress(Exception):
                 mariadb_version = subprocess.run([binary, "--version"], capture_output=True, text=True,
                                                  check=False).stdout.strip()
             results: list[RunResult] = []
-            total_runs = len(args.clients) * args.repeat * len(targets)
+            total_runs = (len(args.clients) + (c_reader is not None)) * args.repeat * len(targets)
             with _progress(console) as progress:
                 overall = progress.add_task("measuring", total=total_runs)
                 for c in args.clients:
@@ -1018,6 +1061,13 @@ def main(argv: list[str] | None = None) -> int:
                             progress.advance(overall)
                             for m in r.mismatches[:5]:
                                 progress.console.print(f"[red]{target.label}, {c} clients: {m}[/]")
+                for rep in range(args.repeat if c_reader is not None else 0):
+                    for target in targets if rep % 2 == 0 else targets[::-1]:
+                        r = run_clients(target, 1, rep, out_root, binary, args.keep, progress, c_reader)
+                        results.append(r)
+                        progress.advance(overall)
+                        for m in r.mismatches[:5]:
+                            progress.console.print(f"[red]{target.label}, C reader: {m}[/]")
             summary = summarize(results, args.targets, args.clients)
             print_table(summary, args.targets, console, args.repeat)
             profile: dict[str, Any] = {}
@@ -1062,8 +1112,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_summary(summary: dict[str, Any], client_counts: Sequence[int], console: Console) -> None:
     cores = os.cpu_count() or 1
-    for c in client_counts:
-        entry = summary.get(str(c), {})
+    for c, entry in summary.items():
         for k in TARGETS:
             r = entry.get(k)
             if r and r["other_cpu_s"] > NOISY_SHARE * cores * r["wall_s"]:
