@@ -38,6 +38,11 @@ from ..store import BinlogStore
 from .params import DumpError, DumpParams, DumpStats
 from .records import _ACTION_NAME, _PEEK, Runs
 
+try:  # the inner loop for runs of sends, in C (server/dump/_cframe.c); the Python loop below does the same without it
+    from ._cframe import frame_sends
+except ImportError:  # not built (no compiler at install time): same bytes, more CPU per event
+    frame_sends = None
+
 _LEN = struct.Struct("<9xI")  # event_length in an event header
 _PKT = struct.Struct("<IB")  # packet header + the 0x00 OK byte of an event packet
 _SEND, _HOLE, _PEEK_GTID = int(Action.SEND), int(Action.HOLE), int(Action.PEEK_GTID)
@@ -211,6 +216,8 @@ class Framing:
         p = 0
         out = self.out
         actions = self.table.by_type_and_skip_flag
+        fast = frame_sends if self.fast_loop else None
+        acts = self._acts
         peek = _PEEK.unpack_from
         pack = _PKT.pack
         c = self._counts = _Counts()
@@ -225,6 +232,13 @@ class Framing:
                     sent = holes = 0
                     sent_end = c.sent_end
                     while p <= last:
+                        if fast is not None:  # the run of sends from p, framed in C
+                            p, seq, k = fast(mv, p, acts, seq, out)
+                            if k:
+                                sent += k
+                                sent_end = p
+                                if p > last:
+                                    break
                         typ, length, flags = peek(mv, p)
                         end = p + length
                         if end > n or length < HEADER_LEN or length >= _BIG:  # > 16 MiB: several packets

@@ -133,6 +133,8 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         t = self.table
         self.tc: TranscodingWriter | None = None  # checksum transcoding (server/transcode.py), set by _serve
         self._tc_start = (params.pos, 0, params.pos)  # first file: file position, events before it, stream position
+        self._acts = bytes(t.by_type_and_skip_flag)  # the same table for the C loop (dump/_cframe.c)
+        self.fast_loop = True  # the C loop when it is built (tests turn it off to compare with the Python loop)
         self._gtid_sent = Action.SEND in (t.lookup(GTID_EVENT, 0, False), t.lookup(GTID_EVENT, 0, True),
                                           t.lookup(GTID_EVENT, 0x8000, False), t.lookup(GTID_EVENT, 0x8000, True))
 
