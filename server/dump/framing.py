@@ -232,13 +232,14 @@ class Framing:
                     sent = holes = 0
                     sent_end = c.sent_end
                     while p <= last:
-                        if fast is not None:  # the run of sends from p, framed in C
-                            p, seq, k = fast(mv, p, acts, seq, out)
+                        if fast is not None:  # the run of sends (and holes, without a ledger) from p, in C
+                            p, seq, k, h, e = fast(mv, p, acts, seq, out, runs is None)
                             if k:
                                 sent += k
-                                sent_end = p
-                                if p > last:
-                                    break
+                                sent_end = e
+                            holes += h
+                            if p > last:
+                                break
                         typ, length, flags = peek(mv, p)
                         end = p + length
                         if end > n or length < HEADER_LEN or length >= _BIG:  # > 16 MiB: several packets
