@@ -55,7 +55,7 @@ GTID_POST_HEADER_LEN = 19  # a GTID event's post-header (MariaDB's Gtid_log_even
 class FramedChunk:
     """The packets one dump made of one chunk of a file, and what they did (for `FrameCache`)."""
 
-    framed: bytes
+    framed: bytes | bytearray  # a bytearray no one writes to once framed
     consumed: int
     seq_after: int
     sent: int
@@ -156,7 +156,7 @@ class Framing:
             return 1
         return seq
 
-    async def _frame_chunk(self, ino: int, data: bytes | memoryview, pos: int) -> tuple[int, bytes]:
+    async def _frame_chunk(self, ino: int, data: bytes | memoryview, pos: int) -> tuple[int, bytes | bytearray]:
         """Frame one chunk read at `pos`, or reuse the framing another dump in the same state already made.
 
         Dumps that read the same bytes at the same offset with the same policy, checksum algorithm and packet
@@ -190,8 +190,7 @@ class Framing:
         before = (st.events_sent, st.events_read, st.holes, st.dummies, st.begins, self.sent_upto)
         nrec = len(self._recs)
         consumed = await self._process(data, pos)
-        framed = bytes(self.out)
-        self.out = bytearray()
+        framed, self.out = self.out, bytearray()  # never written to again: shared as it is (no copy)
         cache.put(key, FramedChunk(
             framed=framed, consumed=consumed, seq_after=self.seq, sent=st.events_sent - before[0],
             read=st.events_read - before[1], holes=st.holes - before[2], dummies=st.dummies - before[3],
