@@ -3,7 +3,7 @@
 Per file: fake ROTATE, the FDE (fixed up), then every stored event through the decision table;
 at the end of the active file: EOF for non-blocking dumps, else wait for the store to grow, with
 heartbeats when idle. The event loop works on memoryviews of large file chunks and writes framed
-packets into one output buffer, so a plain SEND costs one header peek, one table lookup and one copy.
+packets into one output buffer (framing.py: runs of plain SENDs in C, the rest one event at a time).
 
 Memory per dump is bounded (issue 12): file bytes come from the store's shared blocks (read once for all
 dumps), framed blocks from its shared frame cache, and output goes to the socket in slices of WRITE_SLICE with
