@@ -57,10 +57,9 @@ BLOCK = 64 << 10  # file bytes per shared read (BlockCache); also the most a dum
 _NOWAIT = getattr(os, "RWF_NOWAIT", 0)  # preadv2 flag: read only what the page cache holds, never wait for the disk
 
 
-def _pread_cached(fd: int, length: int, start: int) -> bytes | bytearray | None:
+def _pread_cached(fd: int, length: int, start: int) -> bytes | None:
     """The `length` bytes at `start` when the page cache holds them all (a copy, on the event loop: no thread
-    hand-off per block, which on a loaded machine costs more than the copy), else None (read them in a thread).
-    The bytearray read into is the block itself: no one writes to it once read."""
+    hand-off per block, which on a loaded machine costs more than the copy), else None (read them in a thread)."""
     global _NOWAIT
     if not _NOWAIT:
         return None
@@ -72,7 +71,7 @@ def _pread_cached(fd: int, length: int, start: int) -> bytes | bytearray | None:
     except OSError:  # the kernel or file system does not support it: threads from now on
         _NOWAIT = 0
         return None
-    return buf if n == length else None  # a short read (the end of the file, or partly cached): a thread's
+    return bytes(buf) if n == length else None  # a short read (the end of the file, or partly cached): a thread's
 
 
 def _pread_dup(fd: int, length: int, start: int) -> bytes:
@@ -92,12 +91,12 @@ class BlockCache:
 
     def __init__(self, max_bytes: int = 4 << 20) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[Hashable, bytes | bytearray] = OrderedDict()
+        self._items: OrderedDict[Hashable, bytes] = OrderedDict()
         self._inflight: dict[Hashable, asyncio.Future[bytes]] = {}
         self._bytes = 0
         self.hits = self.misses = 0
 
-    async def read(self, key: Hashable, fd: int, start: int, length: int) -> bytes | bytearray:
+    async def read(self, key: Hashable, fd: int, start: int, length: int) -> bytes:
         """The `length` bytes at `start` of `fd` (`key` names them: file identity, start and length)."""
         item = self._items.get(key)
         if item is not None:
@@ -124,7 +123,7 @@ class BlockCache:
             return
         self._keep(key, fut.result())
 
-    def _keep(self, key: Hashable, data: bytes | bytearray) -> None:
+    def _keep(self, key: Hashable, data: bytes) -> None:
         self._items[key] = data
         self._bytes += len(data)
         while self._bytes > self.max_bytes and self._items:

@@ -448,11 +448,10 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             return hdr
         return await self._crossing(fd, ino, pos, end, blk, off, evlen)
 
-    async def _block(self, fd: int, ino: int, b0: int, length: int) -> bytes | bytearray:
+    async def _block(self, fd: int, ino: int, b0: int, length: int) -> bytes:
         return await self.store.blocks.read((self.store.generation, ino, b0, length), fd, b0, length)
 
-    async def _crossing(self, fd: int, ino: int, pos: int, end: int, blk: bytes | bytearray, off: int, n: int
-                        ) -> bytes | bytearray:
+    async def _crossing(self, fd: int, ino: int, pos: int, end: int, blk: bytes, off: int, n: int) -> bytes:
         """The `n` bytes at `pos` (fewer where the readable end comes first), which start in the shared block
         `blk` (at `off`) and run past its end: the rest comes from the next shared block when it holds it (no
         read of this dump's own: 200 dumps crossing each block's end cost no thread hand-off each), else from a
