@@ -54,26 +54,6 @@ class FileHead:
 BLOCK = 64 << 10  # file bytes per shared read (BlockCache); also the most a dump frames before writing
 
 
-_NOWAIT = getattr(os, "RWF_NOWAIT", 0)  # preadv2 flag: read only what the page cache holds, never wait for the disk
-
-
-def _pread_cached(fd: int, length: int, start: int) -> bytes | None:
-    """The `length` bytes at `start` when the page cache holds them all (a copy, on the event loop: no thread
-    hand-off per block, which on a loaded machine costs more than the copy), else None (read them in a thread)."""
-    global _NOWAIT
-    if not _NOWAIT:
-        return None
-    buf = bytearray(length)
-    try:
-        n = os.preadv(fd, [buf], start, _NOWAIT)
-    except BlockingIOError:  # (EAGAIN) not all cached
-        return None
-    except OSError:  # the kernel or file system does not support it: threads from now on
-        _NOWAIT = 0
-        return None
-    return bytes(buf) if n == length else None  # a short read (the end of the file, or partly cached): a thread's
-
-
 def _pread_dup(fd: int, length: int, start: int) -> bytes:
     try:
         return os.pread(fd, length, start)
@@ -106,10 +86,6 @@ class BlockCache:
         fut = self._inflight.get(key)
         if fut is None:
             self.misses += 1
-            data = _pread_cached(fd, length, start)
-            if data is not None:
-                self._keep(key, data)
-                return data
             # on a duplicate of the descriptor: the dump that asked may close its own before the read ends
             fut = asyncio.ensure_future(asyncio.to_thread(_pread_dup, os.dup(fd), length, start))
             self._inflight[key] = fut
@@ -121,9 +97,7 @@ class BlockCache:
         self._inflight.pop(key, None)
         if fut.cancelled() or fut.exception() is not None:
             return
-        self._keep(key, fut.result())
-
-    def _keep(self, key: Hashable, data: bytes) -> None:
+        data = fut.result()
         self._items[key] = data
         self._bytes += len(data)
         while self._bytes > self.max_bytes and self._items:
