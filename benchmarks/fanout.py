@@ -12,18 +12,26 @@ during them (less disturbed by the shared machine's load than wall). Then one re
 ``--stall`` seconds while waves of 20 dumps stream: the waves' wall beside it against alone, RSS growth, and
 whether the stalled reader then got its whole stream. Every stream is compared with what the same settings got
 alone and with MariaDB's. Load averages (``uptime``) are printed beside each figure: the machine is shared.
+
+The N dumps are read by ``--reader-procs`` processes (default 4), each with its share of the sessions opened before
+the clock starts and a lean reader (big receives, the whole chunk hashed, packet headers walked for the end): the
+wall measures the server, not one Python process reading 200 sockets (``--reader-procs 0``: the old single-process
+asyncio reader of tests/test_fanout.py, for comparison).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import multiprocessing
 import os
 import shutil
 import socket
 import tempfile
 import time
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pymysql
@@ -34,6 +42,7 @@ from tests.test_fanout import ROW_BYTES, ROWS, SETTINGS, Stream, _dump_cmd, _ope
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WAVE = 20
+RECV = 256 << 10  # bytes per receive of the lean reader
 
 
 def _status_kib(pid: int, field: str) -> int:
@@ -112,23 +121,113 @@ async def _alone(host: str, port: int) -> list[Stream]:
     return out
 
 
-async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall: float) -> Result:
+async def _lean_stream(conn: pymysql.Connection, cmd: bytes) -> tuple[str, str]:
+    """(digest, end) of a dump as tests/test_fanout.py's `_stream` computes them, at a fraction of its CPU: every
+    received chunk is hashed whole and only the packet headers are walked, to see the EOF/ERR that ends it."""
+    sock: socket.socket = conn._sock  # type: ignore[attr-defined]
+    sock.setblocking(False)
+    loop = asyncio.get_running_loop()
+    await loop.sock_sendall(sock, cmd)
+    h = hashlib.sha256()
+    buf = bytearray(RECV)
+    mv = memoryview(buf)
+    skip = 0  # payload bytes of the current packet still to come
+    carry = b""  # the start of a packet whose first 5 bytes did not all arrive yet
+    try:
+        while True:
+            n = await loop.sock_recv_into(sock, buf)
+            if n == 0:
+                return h.hexdigest(), "closed"
+            h.update(mv[:n])
+            k = min(skip, n)
+            skip -= k
+            data: bytes | memoryview = mv[k:n] if not carry else carry + bytes(mv[k:n])
+            carry = b""
+            i, m = 0, len(data)
+            while m - i >= 5:
+                w = data[i] | data[i + 1] << 8 | data[i + 2] << 16
+                first = data[i + 4]
+                if first == 0xFF or (first == 0xFE and w < 9):
+                    return h.hexdigest(), "ERR" if first == 0xFF else "EOF"
+                i += 4 + w
+            if i > m:
+                skip = i - m
+            elif i < m:
+                carry = bytes(data[i:m])
+    except ConnectionResetError:
+        return h.hexdigest(), "reset"
+    finally:
+        sock.close()
+
+
+def _reader_proc(host: str, port: int, jobs: list[tuple[int, int]], pipe: Connection) -> None:
+    """One reader process: open the sessions of `jobs` (setting index, server_id), say ready, stream on "go"."""
+    async def run() -> None:
+        conns = await _open_sessions(host, port, [k for k, _ in jobs])
+        pipe.send("ready")
+        await asyncio.to_thread(pipe.recv)
+        got = await asyncio.gather(*(_lean_stream(c, _dump_cmd(SETTINGS[k][1], sid))
+                                     for c, (k, sid) in zip(conns, jobs, strict=True)))
+        pipe.send(got)
+
+    asyncio.run(run())
+
+
+async def _dumps_in_processes(host: str, port: int, kinds: list[int], procs: int,
+                              started: asyncio.Event) -> list[tuple[str, str]]:
+    """The dumps read by `procs` processes (sessions opened before `started` is set), in the order of `kinds`."""
+    ctx = multiprocessing.get_context("spawn")
+    shares = [[(kinds[i], 1000 + i) for i in range(j, len(kinds), procs)] for j in range(procs)]
+    pipes, workers = [], []
+    for share in shares:
+        mine, theirs = ctx.Pipe()
+        w = ctx.Process(target=_reader_proc, args=(host, port, share, theirs), daemon=True)
+        w.start()
+        pipes.append(mine)
+        workers.append(w)
+    try:
+        for p in pipes:
+            if await asyncio.to_thread(p.recv) != "ready":
+                raise SystemExit("a reader process failed to open its sessions")
+        started.set()
+        for p in pipes:
+            p.send("go")
+        results = [await asyncio.to_thread(p.recv) for p in pipes]
+    finally:
+        for w in workers:
+            w.join(5)
+            if w.is_alive():
+                w.kill()
+    got: list[tuple[str, str]] = [("", "")] * len(kinds)
+    for j, res in enumerate(results):
+        for n, g in enumerate(res):
+            got[j + n * procs] = g
+    return got
+
+
+async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall: float, procs: int) -> Result:
     base, base_anon = _status_kib(pid, "VmRSS"), _status_kib(pid, "RssAnon")
     alone = await _alone(host, port)
     kinds = [i % len(SETTINGS) for i in range(dumps)]
-    conns = await _open_sessions(host, port, kinds)
+    started = asyncio.Event()
+    if procs > 0:
+        task = asyncio.ensure_future(_dumps_in_processes(host, port, kinds, procs, started))
+        await started.wait()
+    else:
+        conns = await _open_sessions(host, port, kinds)
     load = _load()
     t0, cpu0 = time.monotonic(), _cpu_seconds(pid)
     peak_anon = base_anon
     with _PeakRss(pid) as rss:
-        task = asyncio.gather(*(_stream(c, _dump_cmd(SETTINGS[k][1], 1000 + n))
-                                for n, (c, k) in enumerate(zip(conns, kinds, strict=True))))
+        if procs <= 0:
+            task = asyncio.gather(*(_stream(c, _dump_cmd(SETTINGS[k][1], 1000 + n))
+                                    for n, (c, k) in enumerate(zip(conns, kinds, strict=True))))
         while not task.done():
             peak_anon = max(peak_anon, _status_kib(pid, "RssAnon"))
             await asyncio.sleep(0.02)
-        got = await task
+        got = [(g.digest, g.end) if isinstance(g, Stream) else g for g in await task]
     wall, cpu = time.monotonic() - t0, _cpu_seconds(pid) - cpu0
-    same = all((g.digest, g.end) == (alone[k].digest, alone[k].end) for g, k in zip(got, kinds, strict=True))
+    same = all(g == (alone[k].digest, alone[k].end) for g, k in zip(got, kinds, strict=True))
     res = Result(name, (rss.peak - base) / dumps, (peak_anon - base_anon) / dumps, wall, cpu, same,
                  [a.digest for a in alone], load)
     if stall > 0:
@@ -204,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=ROWS, help=f"rows of {ROW_BYTES} B in the binlog (default {ROWS})")
     p.add_argument("--stall", type=float, default=30.0, help="seconds the stalled reader reads nothing (0: skip)")
     p.add_argument("--binlogd-tree", type=Path, help="also measure binlogd from this source tree (before/after)")
+    p.add_argument("--reader-procs", type=int, default=4,
+                   help="processes reading the N dumps (default 4; 0: one asyncio reader in this process)")
     args = p.parse_args(argv)
     if args.dumps < 1 or args.rows < 1:
         p.error("--dumps and --rows must be >= 1")
@@ -223,13 +324,16 @@ def main(argv: list[str] | None = None) -> int:
         servers.append(("binlogd", Binlogd.start(cmd + cap, log_path=work / "binlogd.log")))
         if args.binlogd_tree:
             servers.append(("binlogd-alt", Binlogd.start(
-                cmd, log_path=work / "binlogd-alt.log", module="benchmarks._binlogd_launcher", cwd=REPO_ROOT,
+                cmd + cap, log_path=work / "binlogd-alt.log", module="benchmarks._binlogd_launcher", cwd=REPO_ROOT,
                 env={"BINLOGD_BENCH_TREE": str(args.binlogd_tree.resolve())})))
         size = (files / "mysql-bin.000001").stat().st_size
         print(f"binlog: {size / 1e6:.1f} MB in mysql-bin.000001; load {_load()}")
-        results = [asyncio.run(_measure("mariadb", primary.host, primary.port, primary.pid, args.dumps, args.stall))]
+        print(f"readers: {args.reader_procs or 'one asyncio'} process(es)")
+        results = [asyncio.run(_measure("mariadb", primary.host, primary.port, primary.pid, args.dumps, args.stall,
+                                        args.reader_procs))]
         for name, s in servers:
-            results.append(asyncio.run(_measure(name, s.host, s.port, s.pid, args.dumps, args.stall)))
+            results.append(asyncio.run(_measure(name, s.host, s.port, s.pid, args.dumps, args.stall,
+                                                args.reader_procs)))
         _table(results, args.dumps, args.stall)
         # binlogd must keep a stalled reader; MariaDB drops it after net_write_timeout (reported, not a failure)
         return 0 if all(r.same_as_alone and (args.stall <= 0 or r.stall_ok or r.server == "mariadb")

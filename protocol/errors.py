@@ -32,6 +32,16 @@ CORRUPT_GTID_LIST = "Failed to read Gtid_list_log_event: corrupt binlog"
 GTID_TO_BEGIN_FAILED = "Failed to replace GTID event with backwards-compatible event: corrupt event."
 ANNOTATE_DUMMY_FAILED = "Failed to replace annotate_rows event with dummy: too small event."
 CHECKPOINT_DUMMY_FAILED = "Failed to replace binlog checkpoint or gtid list event with dummy: too small event."
+# binlogd's own refusals (no MariaDB counterpart), sent as 1236 without coordinates
+NO_TRANSCODE_SEMI_SYNC = ("binlogd does not transcode checksums for a semi-sync replica: set @master_binlog_checksum "
+                          "to the binlog's algorithm, or do not set @rpl_semi_sync_slave")
+NO_TRANSCODE_REWRITE_DB = ("binlogd does not transcode checksums for a replica with replicate-rewrite-db (renamed "
+                           "events change length): set @master_binlog_checksum to the binlog's algorithm")
+
+
+def internal_error(e: BaseException) -> str:
+    """The 1236 text of a dump that failed with a bug (its traceback is in the server log)."""
+    return f"binlogd internal error ({type(e).__name__}: {e}); see the server log"
 
 
 def open_failed(reason: str) -> str:

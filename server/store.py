@@ -17,7 +17,6 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg, scan
 from binlogd.protocol.constants import (
@@ -50,56 +49,6 @@ class FileHead:
     fde_end: int
     gtid_list: list[Gtid] | None  # None for a file without GTID_LIST (pre-10.0)
     complete: bool = True  # False: the active file holds only its FDE so far (what follows is not known yet)
-
-
-@dataclass(frozen=True, slots=True)
-class FramedChunk:
-    """The packets one dump made of one chunk of a file, and what they did (for `FrameCache`)."""
-
-    framed: bytes
-    consumed: int
-    seq_after: int
-    sent: int
-    read: int
-    holes: int
-    dummies: int
-    begins: int
-    sent_end: int  # offset in the chunk after the last event sent, -1 if none
-    need: int
-    # audit ledger (docs/ledger.md): the chunk's records and the dump's group tracking after it
-    records: tuple[Any, ...] = ()
-    gtid_out: str | None = None
-    chain_out: bool = False
-
-
-class FrameCache:
-    """The most recently framed chunks, shared by all dumps of a store, bounded in bytes (chunks holding an
-    event of several MiB are not kept)."""
-
-    def __init__(self, max_bytes: int = 8 << 20, max_item: int = 4 << 20) -> None:
-        self.max_bytes = max_bytes
-        self.max_item = max_item
-        self._items: OrderedDict[Hashable, FramedChunk] = OrderedDict()
-        self._bytes = 0
-        self.hits = self.misses = 0
-
-    def get(self, key: Hashable) -> FramedChunk | None:
-        item = self._items.get(key)
-        if item is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self._items.move_to_end(key)
-        return item
-
-    def put(self, key: Hashable, item: FramedChunk) -> None:
-        if len(item.framed) > self.max_item or key in self._items:
-            return
-        self._items[key] = item
-        self._bytes += len(item.framed)
-        while self._bytes > self.max_bytes:
-            _, old = self._items.popitem(last=False)
-            self._bytes -= len(old.framed)
 
 
 BLOCK = 64 << 10  # file bytes per shared read (BlockCache); also the most a dump frames before writing
@@ -199,10 +148,9 @@ class BinlogStore:
         self._heads: dict[str, FileHead] = {}
         self._state_cache: tuple[str, int, BinlogState] | None = None
         self._state_lock = threading.Lock()
-        self.frames = FrameCache()
         self.blocks = BlockCache()
         # bumped by anything that rewrites bytes already in a file (a torn tail truncated on recovery):
-        # part of FrameCache keys, which otherwise rely on files being append-only
+        # part of the dump frame cache's keys (server/dump/framing.py), which otherwise rely on files being append-only
         self.generation = 0
         self._published: tuple[str, int] | None = None  # (active file, committed end) when binlogd writes
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from binlogd.protocol.decision import Compat
-from binlogd.server.dump import DumpParams, DumpStream
+from binlogd.server.dump import DumpParams, DumpStream, frames_of
 from binlogd.server.store import BinlogStore
 
 from tests.oracle_data import oracle_dir
@@ -43,15 +43,15 @@ def test_same_state_shares_framing_and_bytes(tmp_path: Path) -> None:
     async def run() -> None:
         for cap, skip in ((4, False), (4, True), (0, True), (2, False)):
             fresh = await _dump(BinlogStore(tmp_path), _params(cap, skip))  # a store of its own: no sharing
-            hits = shared.frames.hits
+            hits = frames_of(shared).hits
             first = await _dump(shared, _params(cap, skip))
             second = await _dump(shared, _params(cap, skip))
             assert first == second == fresh
-            assert shared.frames.hits > hits  # the second dump reused the first one's packets
+            assert frames_of(shared).hits > hits  # the second dump reused the first one's packets
         # another sequence id or policy is another key: no wrong reuse
-        misses = shared.frames.misses
+        misses = frames_of(shared).misses
         other_seq = await _dump(shared, _params(4, False), seq=2)
-        assert shared.frames.misses > misses
+        assert frames_of(shared).misses > misses
         assert other_seq != await _dump(shared, _params(4, False))
 
     asyncio.run(run())

@@ -412,7 +412,7 @@ def test_ledger_equals_what_raw_dumps_received(binlogs: str, request: pytest.Fix
 
 
 def test_shared_framing_records_each_dump(big_binlogs: Path, binlogd, harness_dir: Path) -> None:
-    """Dumps in the same state share framed chunks (store.FrameCache); each still gets its own exact records."""
+    """Dumps in the same state share framed chunks (dump/framing.py); each still gets its own exact records."""
     ledger = harness_dir / "ledger"
     server = binlogd(["--binlog-dir", str(big_binlogs), "--server-id", str(SERVER_ID), "--ledger", str(ledger)])
     with ThreadPoolExecutor(4) as pool:

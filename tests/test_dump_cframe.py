@@ -1,0 +1,99 @@
+"""The C loop for runs of sends (server/dump/_cframe.c) frames exactly what the Python loop frames.
+
+Every policy the decision table knows (capabilities 0-4, skip_replication, the annotate flag, both compat policies)
+over the oracle's binlogs (flagged events, holes, dummies, BEGINs, rotations) and over a file of events around the
+16 MiB packet boundary: the same bytes and the same counts with the C loop on and off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from binlogd.protocol.decision import Compat
+from binlogd.server.dump import DumpParams, DumpStream, framing
+from binlogd.server.store import BinlogStore
+
+from tests.oracle_data import oracle_dir
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, data: bytes | bytearray) -> None:
+        self.data += data
+
+    async def drain(self) -> None:
+        return None
+
+
+def _params(cap: int, skip: bool, flags: int, compat: Compat) -> DumpParams:
+    return DumpParams(file="mysql-bin.000001", pos=4, flags=flags, replica_server_id=0, capability=cap,
+                      skip_replication=skip, checksum_aware=True, first_rotate_crc=True, compat=compat)
+
+
+async def _dump(directory: Path, params: DumpParams, fast: bool) -> tuple[bytes, tuple[int, ...]]:
+    sink = _Sink()
+    d = DumpStream(BinlogStore(directory), sink, 1, params)
+    d.fast_loop = fast
+    await d.run()
+    st = d.stats
+    return bytes(sink.data), (st.events_sent, st.events_read, st.holes, st.dummies, st.begins, d.sent_upto)
+
+
+def test_c_loop_is_built() -> None:
+    assert framing.frame_sends is not None, "server/dump/_cframe.c is not built: pip install -e . (make deps)"
+
+
+@pytest.mark.skipif(framing.frame_sends is None, reason="the C loop is not built (test_c_loop_is_built fails)")
+def test_c_loop_frames_what_the_python_loop_frames(tmp_path: Path) -> None:
+    for n in ("mysql-bin.000001", "mysql-bin.000002"):
+        shutil.copy(oracle_dir() / n, tmp_path / n)
+
+    async def run() -> None:
+        for compat in (Compat.BINLOGD, Compat.MARIADB):
+            for cap in range(5):
+                for skip in (False, True):
+                    for flags in (1, 3):
+                        p = _params(cap, skip, flags, compat)
+                        fast, slow = await _dump(tmp_path, p, True), await _dump(tmp_path, p, False)
+                        assert fast == slow, (compat, cap, skip, flags)
+                        assert fast[1][0] > 2  # events were sent (not an empty or refused dump)
+
+    asyncio.run(run())
+
+
+def _event(typ: int, pos: int, body: bytes, flags: int = 0) -> bytes:
+    """An event with its CRC32 (the oracle's binlogs are CRC32)."""
+    length = 19 + len(body) + 4
+    ev = struct.pack("<IBIIIH", 0, typ, 1, length, pos + length, flags) + body
+    return ev + struct.pack("<I", zlib.crc32(ev))
+
+
+def test_c_loop_around_the_packet_boundary(tmp_path: Path) -> None:
+    """Events just below, at and above 16 MiB - 1 (several packets: the Python path), between small ones."""
+    if framing.frame_sends is None:
+        pytest.fail("server/dump/_cframe.c is not built: pip install -e . (make deps)")
+    src = oracle_dir() / "mysql-bin.000001"
+    head = src.read_bytes()
+    fde_len = struct.unpack_from("<I", head, 4 + 9)[0]
+    data = bytearray(head[:4 + fde_len])
+    for size in (100, (1 << 24) - 1 - 23 - 1, 50, (1 << 24) - 1 - 23, 60, (1 << 24) - 23, 70):
+        data += _event(29, len(data), b"x" * size)  # ROWS_QUERY-like ignorable events, sent as stored
+    (tmp_path / "mysql-bin.000001").write_bytes(bytes(data))
+    (tmp_path / "mysql-bin.index").write_text("./mysql-bin.000001\n")
+
+    async def run() -> None:
+        p = DumpParams(file="mysql-bin.000001", pos=4, flags=1, replica_server_id=0, capability=4,
+                       skip_replication=False, checksum_aware=True, first_rotate_crc=True)
+        fast, slow = await _dump(tmp_path, p, True), await _dump(tmp_path, p, False)
+        assert fast == slow
+        assert fast[1][0] == 1 + 7 + 1  # fake ROTATE, FDE, the 7 events
+        assert len(fast[0]) > 3 * (1 << 24)
+
+    asyncio.run(run())
