@@ -43,6 +43,7 @@ from .dump import DumpParams, DumpStream
 from .expiry import purge_request
 from .fault_writer import FaultWriter
 from .faults import FaultFile
+from .minor_commands import MINOR_COMMANDS
 from .primary import Primary
 from .privileges import Priv, check_dump, check_purge, check_register, check_show, check_write
 from .replica_filters import Assignments, filters_for
@@ -282,6 +283,9 @@ class ReplicationConnection(StrictConnection):
                     await self._com_query(data[1:])
                 elif command in _MIMIC_COMMANDS:
                     await getattr(self, _MIMIC_COMMANDS[command])(data[1:])
+                elif command in MINOR_COMMANDS:
+                    if (reply := await MINOR_COMMANDS[command](self, data[1:])) is not None:
+                        await self._write_raw(reply)
                 else:
                     log.info("connection %d: unknown command 0x%02x", self.connection_id, command)
                     await self._write_raw(err_packet(ER_UNKNOWN_COM_ERROR, "Unknown command"))

@@ -7,6 +7,7 @@ must be equal and equal to the expected literal (so a case cannot pass by both s
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import time
@@ -193,6 +194,24 @@ def _packet_answer(packet: bytes) -> Callable[[socket.socket], Answer]:
     return run
 
 
+def _in_step(packet: bytes) -> Callable[[socket.socket], Answer]:
+    """The answer to `packet`, then a COM_PING's (nothing more may come back before it)."""
+    def run(s: socket.socket) -> Answer:
+        send_packet(s, packet)
+        return (*answer(s), *then_ping(s))
+    return run
+
+
+def _statistics(s: socket.socket) -> Answer:
+    """COM_STATISTICS: one string packet in MariaDB's layout (the figures themselves differ by server)."""
+    send_packet(s, b"\x09")
+    pkt = read_packet(s)
+    assert pkt is not None
+    shape = re.fullmatch(rb"Uptime: \d+  Threads: \d+  Questions: \d+  Slow queries: \d+  Opens: \d+  "
+                         rb"Open tables: \d+  Queries per second avg: \d+\.\d{3}", pkt[1])
+    return ("status", shape is not None, *then_ping(s))
+
+
 def _register_err(what: str) -> Answer:
     return ("err", 1105, f"Failed to register slave{';' if what == 'report-password' else ':'} too long '{what}'")
 
@@ -237,6 +256,18 @@ CASES: list[tuple[str, Answer, Callable[[socket.socket], Answer]]] = [
     ("register_password_40", ("ok",), _register(b"\x01\0\0\0\0\0\x28" + b"p" * 40 + bytes(10))),
     ("init_db_empty", ("err", 1046, "No database selected"), _packet_answer(b"\x02")),
     ("init_db_nul", ("err", 1102, "Incorrect database name 'mysql'"), _packet_answer(b"\x02mysql\0")),
+    ("set_option_multi_on", ("eof", "ok"), _in_step(b"\x1b\x00\x00")),
+    ("set_option_off_short", ("eof", "ok"), _in_step(b"\x1b\x01")),
+    ("set_option_empty", ("eof", "ok"), _in_step(b"\x1b")),
+    ("set_option_unknown", ("err", 1047, "Unknown command", "ok"), _in_step(b"\x1b\x00\x01")),
+    ("debug", ("eof", "ok"), _in_step(b"\x0d")),
+    ("refresh", ("ok", "ok"), _in_step(b"\x07\x01")),
+    ("refresh_empty", ("ok", "ok"), _in_step(b"\x07")),
+    ("statistics", ("status", True, "ok"), _statistics),
+    ("field_list_no_db", ("err", 1046, "No database selected", "ok"), _in_step(b"\x04t\0")),
+    ("bulk_execute_short", ("err", 1835, "Malformed communication packet", "ok"), _in_step(b"\xfa\x01\0\0\0\0")),
+    ("bulk_execute", ("err", 1295, "This command is not supported in the prepared statement protocol yet", "ok"),
+     _in_step(b"\xfa\x01\0\0\0\0\0")),
 ]
 
 
