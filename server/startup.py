@@ -16,6 +16,8 @@ import os
 import socket
 from pathlib import Path
 
+from binlogd.listening import bind_listening
+
 LOCK_NAME = "binlogd.lock"
 LISTEN_BACKLOG = 128  # connections arriving while the binlog is opened wait here
 
@@ -47,30 +49,16 @@ def listen(host: str, port: int, option: str = "--port") -> list[socket.socket]:
     """Bound, listening, non-blocking sockets for every address `host` resolves to (as asyncio.start_server
     would bind them), or a StartupError saying why not. Accepting starts later (`BinlogdServer.serve_sockets`)."""
     try:
-        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        return bind_listening(host, port, LISTEN_BACKLOG)
     except socket.gaierror as e:
         raise StartupError(f"{'' if option == '--port' else option + ': '}cannot listen on {host}:{port}: "
                            f"{e.strerror}") from None
-    socks: list[socket.socket] = []
-    try:
-        for family, type_, proto, _, addr in dict.fromkeys(infos):
-            s = socket.socket(family, type_, proto)
-            socks.append(s)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            s.bind(addr)
-            s.listen(LISTEN_BACKLOG)
-            s.setblocking(False)
     except OSError as e:
-        for s in socks:
-            s.close()
         why = e.strerror or str(e)
         hint = f" (another server holds the port: stop it or choose another {option})" \
             if e.errno == errno.EADDRINUSE else ""
         what = "" if option == "--port" else f"{option}: "
         raise StartupError(f"{what}cannot listen on {host}:{port}: {why}{hint}") from None
-    return socks
 
 
 class DirLock:

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from binlogd.listening import bind_listening
+
 log = logging.getLogger("binlogd.metrics")
 
 MAX_HEAD = 8192  # request line + headers
@@ -91,23 +93,7 @@ class MetricsServer:
     @staticmethod
     def bind(host: str, port: int) -> list[socket.socket]:
         """Bound, listening sockets for `host`:`port` (OSError when the port is taken)."""
-        socks: list[socket.socket] = []
-        try:
-            for family, type_, proto, _, addr in dict.fromkeys(
-                    socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)):
-                s = socket.socket(family, type_, proto)
-                socks.append(s)
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if family == socket.AF_INET6:
-                    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                s.bind(addr)
-                s.listen(64)
-                s.setblocking(False)
-        except BaseException:
-            for s in socks:
-                s.close()
-            raise
-        return socks
+        return bind_listening(host, port, 64)
 
     async def serve_sockets(self, socks: Sequence[socket.socket]) -> None:
         for s in socks:
