@@ -122,3 +122,16 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
             raise ConnectionError("peer closed")
         buf += chunk
     return bytes(buf)
+
+
+class MemorySink:
+    """A dump's writer that keeps every byte in memory (unit tests that run a DumpStream without a socket)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, data: bytes | bytearray) -> None:
+        self.data += data
+
+    async def drain(self) -> None:
+        return None

@@ -18,18 +18,8 @@ from binlogd.protocol.decision import Compat
 from binlogd.server.dump import DumpParams, DumpStream, framing
 from binlogd.server.store import BinlogStore
 
+from tests.dumpclient import MemorySink
 from tests.oracle_data import oracle_dir
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def write(self, data: bytes | bytearray) -> None:
-        self.data += data
-
-    async def drain(self) -> None:
-        return None
 
 
 def _params(cap: int, skip: bool, flags: int, compat: Compat) -> DumpParams:
@@ -38,7 +28,7 @@ def _params(cap: int, skip: bool, flags: int, compat: Compat) -> DumpParams:
 
 
 async def _dump(directory: Path, params: DumpParams, fast: bool) -> tuple[bytes, tuple[int, ...]]:
-    sink = _Sink()
+    sink = MemorySink()
     d = DumpStream(BinlogStore(directory), sink, 1, params)
     d.fast_loop = fast
     await d.run()

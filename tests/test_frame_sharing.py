@@ -10,18 +10,8 @@ from binlogd.protocol.decision import Compat
 from binlogd.server.dump import DumpParams, DumpStream, frames_of
 from binlogd.server.store import BinlogStore
 
+from tests.dumpclient import MemorySink
 from tests.oracle_data import oracle_dir
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def write(self, data: bytes | bytearray) -> None:
-        self.data += data
-
-    async def drain(self) -> None:
-        return None
 
 
 def _params(capability: int, skip: bool, seq_file: str = "mysql-bin.000001") -> DumpParams:
@@ -30,7 +20,7 @@ def _params(capability: int, skip: bool, seq_file: str = "mysql-bin.000001") -> 
 
 
 async def _dump(store: BinlogStore, params: DumpParams, seq: int = 1) -> bytes:
-    sink = _Sink()
+    sink = MemorySink()
     await DumpStream(store, sink, 1, params, seq=seq).run()
     return bytes(sink.data)
 

@@ -9,6 +9,7 @@ from binlogd.protocol.packets import frame
 from binlogd.protocol.rewrite import fake_rotate
 from binlogd.server.transcode import TranscodeRefused, TranscodingWriter, first_rotate_crc, target_algorithm
 
+from tests.dumpclient import MemorySink
 from tests.test_transcode import _twin
 
 
@@ -50,16 +51,6 @@ def _framed(path) -> bytes:
     return bytes(out)
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def write(self, data) -> None:
-        self.data += data
-
-    async def drain(self) -> None:
-        return None
-
 
 @pytest.mark.parametrize("slice_len", [1, 7, 4096, 1 << 30])
 def test_stage_output_does_not_depend_on_slicing(tmp_path, slice_len: int) -> None:
@@ -68,7 +59,7 @@ def test_stage_output_does_not_depend_on_slicing(tmp_path, slice_len: int) -> No
     _twin(tmp_path / "n", "NONE")
     name = "mysql-bin.000001"
     src = _framed(tmp_path / "c" / name)
-    sink = _Sink()
+    sink = MemorySink()
     tc = TranscodingWriter(sink, BINLOG_CHECKSUM_ALG_OFF, 1, lambda pos, n: AssertionError(pos))
     tc.open_file(name, 4)
     data = (tmp_path / "c" / name).read_bytes()
