@@ -175,6 +175,15 @@ class StrictConnection(Connection):
     _login_refusal: bytes | None = None
     connect_timeout = 10.0  # MariaDB's: a peer that does not log in within it is dropped silently
     wait_timeout = 28800.0  # MariaDB's default: an authenticated client idle for longer is dropped silently
+    _shutting_down = False
+
+    def shut_down(self) -> None:
+        """Server shutdown: end the connection without a word, idle or in a dump, as a real MariaDB 10.11 does
+        on SIGTERM (recorded: no packet, the socket closes; a replica sees 2013 and reconnects). KILL's 1927
+        is for KILL, and the dump's sequence ids would make it a packet out of order anyway."""
+        if self._task:
+            self._shutting_down = True
+            self._task.cancel()
 
     @property
     def tls_active(self) -> bool:
@@ -255,6 +264,9 @@ class StrictConnection(Connection):
         try:
             await self.command_phase()
         except asyncio.CancelledError:
+            if self._shutting_down:
+                log.info("connection %d closed: server shutdown", self.connection_id)
+                return
             if self._kill != KillKind.CONNECTION:
                 raise
             log.info("connection %d killed", self.connection_id)

@@ -327,7 +327,7 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
         if metrics is not None:
             metrics.close()
         for conn in list(server.connections.values()):
-            conn.kill()
+            conn.shut_down()
         await watcher.stop()
         if expirer is not None:
             await expirer.stop()
