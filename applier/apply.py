@@ -4,7 +4,9 @@ A `Group` is what the channel read between two group boundaries (GTID ... XID/CO
 pre-GTID BEGIN ... COMMIT). `TargetSession.apply(group)` runs it as one target transaction and writes the
 channel's position (applier/position.py) inside that same transaction, so a crash anywhere leaves either the
 whole group with its position or neither. DDL commits implicitly: its position is written right after.
-`apply_many(groups)` does the same for consecutive groups whose statements go out together (applier/pipeline.py).
+`apply_many(groups)` does the same for consecutive groups whose statements go out together (applier/pipeline.py),
+committing runs of row transactions as one target transaction where the target does not keep the source's GTIDs
+(applier/grouping.py).
 
 Statement events are replayed like a MariaDB SQL thread does: the status variables of each Query event
 (default database, sql_mode, character set and collations, time_zone, lc_time_names, collation_database,
@@ -266,10 +268,10 @@ class TargetSession:
     # ---- one group ------------------------------------------------------------------------------------------
 
     def apply_many(self, groups: list[Group]) -> tuple[int, ApplyError | None]:
-        """Apply consecutive groups, each its own transaction with its own position, sent together (as few round
-        trips as the row-count checks allow). Returns how many are applied, and the error that stopped the rest.
-        On any error the groups not yet committed go through `apply` one by one, which retries and words the
-        error exactly as for a lone group."""
+        """Apply consecutive groups, each its own transaction with its own position (or runs of row transactions
+        as one, applier/grouping.py), sent together (as few round trips as the row-count checks allow). Returns
+        how many are applied, and the error that stopped the rest. On any error the groups not yet committed go
+        through `apply` one by one, which retries and words the error exactly as for a lone group."""
         done = self._batch_done = 0
         if len(groups) > 1:
             try:

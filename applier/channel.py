@@ -12,8 +12,9 @@ it queued). It decides per event, on the event loop and cheaply:
   without the flag the channel stops with "Unknown event code" once everything before it is applied.
 
 The SQL side is a task that takes whole groups from a bounded queue (back-pressure on the source socket) and
-applies them in the channel's one worker thread (`applier/apply.py`), up to GROUPS_PER_TRIP at a time (each its
-own transaction, sent together: `TargetSession.apply_many`). An apply error stops the SQL side with
+applies them in the channel's one worker thread (`applier/apply.py`), up to GROUPS_PER_TRIP at a time (sent
+together, each its own transaction or runs of row transactions as one: `TargetSession.apply_many`, applier/
+grouping.py). The hot event types are read in place (applier/raw_events.py). An apply error stops the SQL side with
 MariaDB's texts in `status()` while the reader reads on (Slave_IO_Running: Yes, as on a 10.11 replica; what it
 reads is not kept, START SLAVE re-reads it); STOP waits for the group being applied, so nothing is ever
 half-applied. The counters of SHOW ALL SLAVES STATUS are applier/counters.py's.
