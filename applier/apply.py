@@ -4,7 +4,9 @@ A `Group` is what the channel read between two group boundaries (GTID ... XID/CO
 pre-GTID BEGIN ... COMMIT). `TargetSession.apply(group)` runs it as one target transaction and writes the
 channel's position (applier/position.py) inside that same transaction, so a crash anywhere leaves either the
 whole group with its position or neither. DDL commits implicitly: its position is written right after.
-`apply_many(groups)` does the same for consecutive groups whose statements go out together (applier/pipeline.py).
+`apply_many(groups)` does the same for consecutive groups whose statements go out together (applier/pipeline.py),
+committing runs of row transactions as one target transaction where the target does not keep the source's GTIDs
+(applier/grouping.py).
 
 Statement events are replayed like a MariaDB SQL thread does: the status variables of each Query event
 (default database, sql_mode, character set and collations, time_zone, lc_time_names, collation_database,
@@ -75,6 +77,7 @@ from binlogd.protocol.events import (
 )
 from pymysql.constants import CLIENT
 
+from .grouping import JOIN_BYTES, Run, joinable
 from .native import SESSION as NATIVE_SESSION
 from .native import STATEMENT_BYTES, TOUCHED, binlog_sql
 from .pipeline import CONNECTION_LOST, RETRYABLE, Pipeline
@@ -195,7 +198,8 @@ class TargetSession:
         self._native_now = True  # off while a group the target refused natively runs through the SQL path
         self._fde_sent: bytes | None = None  # the FDE this target session was given with BINLOG
         self.native_statements = 0
-        self.fused_groups = 0  # groups sent as one autocommit BINLOG statement with their position row
+        self.fused_groups = 0  # groups sent as BINLOG statements that carry their position row
+        self.joined_groups = 0  # of those, groups committed in one target transaction with others (grouping.py)
         self._pos_events: PositionEvents | None = None  # the position row as events (applier/position_events.py)
         self._pos_stored = False  # the channel's position row exists (the events update it; SQL inserts it)
         self._fuse_fde: tuple[bytes | None, int | None] = (None, None)  # an FDE and its checksum alg if fusable
@@ -264,16 +268,15 @@ class TargetSession:
     # ---- one group ------------------------------------------------------------------------------------------
 
     def apply_many(self, groups: list[Group]) -> tuple[int, ApplyError | None]:
-        """Apply consecutive groups, each its own transaction with its own position, sent together (as few round
-        trips as the row-count checks allow). Returns how many are applied, and the error that stopped the rest.
-        On any error the groups not yet committed go through `apply` one by one, which retries and words the
-        error exactly as for a lone group."""
+        """Apply consecutive groups, each its own transaction with its own position (or runs of row transactions
+        as one, applier/grouping.py), sent together (as few round trips as the row-count checks allow). Returns
+        how many are applied, and the error that stopped the rest. On any error the groups not yet committed go
+        through `apply` one by one, which retries and words the error exactly as for a lone group."""
         done = self._batch_done = 0
         if len(groups) > 1:
             try:
                 self.connect()
-                for g in groups:
-                    self._apply_once(g, last=False)
+                self._queue_batch(groups)
                 self._flush()
                 return len(groups), None
             except (pymysql.MySQLError, ApplyError) as e:
@@ -400,11 +403,12 @@ class TargetSession:
             return
         self.queue_end(g, last)
 
-    def queue_body(self, g: Group, fuse: bool = False) -> bool:
+    def queue_body(self, g: Group, fuse: bool = False, mapped: bool = False) -> bool:
         """Queue the group's transaction up to its position row (applier/parallel.py sends this part first, then
         `queue_end` when the group's turn to commit has come). With `fuse`, a group that is one whole row
         statement is queued whole, position included, as one autocommit BINLOG statement: True then (no
-        `queue_end`)."""
+        `queue_end`). `mapped`: its TABLE_MAPs went through `_map_tables` already (their filter verdicts are
+        counted once), and not every table is kept as it is."""
         self._group_rows = 0
         pre = {"@@session.skip_replication": "1" if g.flagged and self.replicate_flagged else "0"}
         keep = self.keep_gtids and g.gtid is not None and bool(g.events)
@@ -419,8 +423,12 @@ class TargetSession:
             assert g.gtid is not None  # gtid_seq_no against the session's domain/server_id of that moment
             self._state.pop("@@session.gtid_seq_no", None)  # used up by each logged group: always sent
             self._set_session({"@@session.gtid_seq_no": str(g.gtid.seq_no)})
-        self._maps.clear()
+        if not mapped:
+            self._maps.clear()
         self._pending.clear()
+        if mapped:
+            self._row_fallback(g)
+            return False
         if fuse and self._fusable(g):
             return self._fused(g)
         # back-to-back groups with no SET between them (gtid_seq_no and skip_replication cannot change inside a
@@ -449,9 +457,7 @@ class TargetSession:
         if not (self.native and self._native_now and self._pos_events is not None and self._pos_stored
                 and g.fde is not None and g.transactional and not g.rollback and g.events):
             return False
-        if self._fuse_fde[0] is not g.fde:
-            self._fuse_fde = (g.fde, fde_checksum_alg(g.fde) if fusable_fde(g.fde) else None)
-        if self._fuse_fde[1] is None or not all(g.raws):
+        if self._fuse_alg(g.fde) is None or not all(g.raws):
             return False
         last = g.events[-1]
         return last.header.type_code in ROWS_EVENT_TYPES and bool(last.body.flags & STMT_END_F) \
@@ -462,28 +468,21 @@ class TargetSession:
         transaction, the source's GTID set before it. Falls back to BEGIN + the BINLOG statement when the
         filters drop or rename one of its tables or the events are not one statement (returns False: the
         caller queues the position row and COMMIT)."""
-        whole = True
-        fs = self.filters
-        rows: list[Event] = []
-        for ev in g.events:
-            if ev.header.type_code == TABLE_MAP_EVENT:
-                self._event(ev, g)  # the table map (and the filters' verdict on its table)
-                tm, ok = self._maps[ev.body.table_id]  # type: ignore[union-attr]
-                whole = whole and ok and (fs is None or fs.rewrite_db(tm.db) == tm.db)
-            else:
-                rows.append(ev)
+        whole = self._map_tables(g)
         assert self._pos_events is not None and self._fuse_fde[1] is not None
         events = self._pos_events.statement(g.raws, g.end, self._fuse_fde[1]) if whole else None
         if events is None:
-            if not self._pipe.chain():
-                self._queue("BEGIN")
-            self._row_statement(list(g.raws), rows, whole, g)
-            if self._pipe.checked:
-                self._flush()
+            self._row_fallback(g, whole)
             return False
+        first = next(ev for ev in g.events if ev.header.type_code != TABLE_MAP_EVENT)
+        tm, _ = self._maps[first.body.table_id]  # type: ignore[union-attr]
+        self._queue_fused(g, events, f"{EVENT_NAMES.get(first.header.type_code, '')} on {tm.db}.{tm.table}")
+        return True
+
+    def _queue_fused(self, g: Group, events: list[bytes], what: str) -> None:
+        """Queue `events` (the group's and its position row's) as one autocommit BINLOG statement."""
         self._native_prelude(g)
-        tm, _ = self._maps[rows[0].body.table_id]  # type: ignore[union-attr]
-        self.current = f"{EVENT_NAMES.get(rows[0].header.type_code, '')} on {tm.db}.{tm.table}"
+        self.current = what
 
         def committed() -> None:
             self.groups_applied += 1
@@ -497,7 +496,98 @@ class TargetSession:
             self._state.pop(k, None)
         self.native_statements += 1
         self.current = ""
-        return True
+
+    def _map_tables(self, g: Group) -> bool:
+        """Take the group's TABLE_MAPs (and the filters' verdicts on their tables, counted here once): True
+        when every table is applied as it is (none dropped, no database renamed)."""
+        self._maps.clear()
+        whole = True
+        fs = self.filters
+        for ev in g.events:
+            if ev.header.type_code == TABLE_MAP_EVENT:
+                self._event(ev, g)
+                tm, ok = self._maps[ev.body.table_id]  # type: ignore[union-attr]
+                whole = whole and ok and (fs is None or fs.rewrite_db(tm.db) == tm.db)
+        return whole
+
+    def _row_fallback(self, g: Group, whole: bool = False) -> None:
+        """A row statement group whose TABLE_MAPs are mapped, in BEGIN ... (the caller queues the position row
+        and COMMIT): its rows as one BINLOG statement when `whole`, else through the SQL path."""
+        if not self._pipe.chain():
+            self._queue("BEGIN")
+        self._row_statement(list(g.raws), [ev for ev in g.events if ev.header.type_code != TABLE_MAP_EVENT],
+                            whole, g)
+        if self._pipe.checked:
+            self._flush()
+
+    def _queue_batch(self, groups: list[Group]) -> None:
+        """Queue consecutive groups (applier/grouping.py): runs of row transactions each as ONE target
+        transaction where the target does not keep the source's GTIDs, anything else as before."""
+        run: Run[Group] = Run()
+        join = not self.keep_gtids and self.native and self._native_now and self._pos_events is not None
+        for g in groups:
+            if not (join and self._pos_stored and joinable(g) and self._fuse_alg(g.fde) is not None):
+                self._queue_run(run.take())
+                self._apply_once(g, last=False)
+                continue
+            size = sum(map(len, g.raws))
+            if size > JOIN_BYTES or not run.fits(g, size):
+                self._queue_run(run.take())
+            if size > JOIN_BYTES:
+                self._apply_once(g, last=False)
+            elif self._map_tables(g):
+                run.add(g, size)
+            else:  # a table dropped or renamed by the filters: its own transaction (its verdicts counted once)
+                self._queue_run(run.take())
+                self.queue_body(g, mapped=True)
+                self.queue_end(g, last=False)
+        self._queue_run(run.take())
+
+    def _queue_run(self, run: list[Group]) -> None:
+        """Queue a run of joinable groups (their tables mapped and kept) as one target transaction: BEGIN (or
+        the previous COMMIT AND CHAIN), one BINLOG statement with every event and the position row after the
+        last group, COMMIT. A run of one is the one-statement autocommit form (`_fused`)."""
+        if not run:
+            return
+        first, last = run[0], run[-1]
+        self._set_session({"@@session.skip_replication": "1" if first.flagged and self.replicate_flagged else "0"})
+        alg = self._fuse_alg(first.fde)
+        assert self._pos_events is not None and alg is not None
+        if len(run) == 1:
+            events = self._pos_events.statement(first.raws, first.end, alg)
+            if events is not None:
+                self._queue_fused(first, events, "a row statement")
+                return
+        self._native_prelude(first)
+        if not self._pipe.chain():
+            self._queue("BEGIN")
+        row = self._pos_events.row_events(last.end, last.raws[-1], alg)
+        events = [raw for g in run for raw in g.raws]
+        self.current = f"{len(run)} transactions as one"
+        self._queue(binlog_sql(events + list(row) if row is not None else events), None, self._native_fail)
+        for k in TOUCHED:
+            self._state.pop(k, None)
+        self.native_statements += 1
+        if row is None:  # a file name or GTID position too long for the events: the SQL statement
+            self._queue(PositionStore.save_sql(self.conn, self.channel, last.end))
+        n = len(run)
+
+        def committed() -> None:
+            self.groups_applied += n
+            self.fused_groups += n
+            self.joined_groups += n
+            self._batch_done += n
+
+        self._pipe.add("COMMIT", done=committed)
+        if self._pipe.size >= PIPELINE_BYTES:
+            self._flush()
+        self.current = ""
+
+    def _fuse_alg(self, fde: bytes | None) -> int | None:
+        """The checksum algorithm of `fde` when its row events can carry the position row's (`fusable_fde`)."""
+        if self._fuse_fde[0] is not fde:
+            self._fuse_fde = (fde, fde_checksum_alg(fde) if fde is not None and fusable_fde(fde) else None)
+        return self._fuse_fde[1]
 
     def queue_end(self, g: Group, last: bool = True) -> None:
         """Queue the position row and COMMIT; sent now when `last`."""

@@ -12,8 +12,9 @@ it queued). It decides per event, on the event loop and cheaply:
   without the flag the channel stops with "Unknown event code" once everything before it is applied.
 
 The SQL side is a task that takes whole groups from a bounded queue (back-pressure on the source socket) and
-applies them in the channel's one worker thread (`applier/apply.py`), up to GROUPS_PER_TRIP at a time (each its
-own transaction, sent together: `TargetSession.apply_many`). An apply error stops the SQL side with
+applies them in the channel's one worker thread (`applier/apply.py`), up to GROUPS_PER_TRIP at a time (sent
+together, each its own transaction or runs of row transactions as one: `TargetSession.apply_many`, applier/
+grouping.py). The hot event types are read in place (applier/raw_events.py). An apply error stops the SQL side with
 MariaDB's texts in `status()` while the reader reads on (Slave_IO_Running: Yes, as on a 10.11 replica; what it
 reads is not kept, START SLAVE re-reads it); STOP waits for the group being applied, so nothing is ever
 half-applied. The counters of SHOW ALL SLAVES STATUS are applier/counters.py's.
@@ -92,6 +93,7 @@ from .counters import Counters, group_kind, heartbeat_period
 from .native import native_fde
 from .parallel import ParallelApply
 from .position import Position
+from .raw_events import gtid_fields, native_event
 
 if TYPE_CHECKING:
     from .config import ApplierConfig, ChannelConfig
@@ -357,6 +359,7 @@ class Channel:
         drop_flagged = mode in ("FILTER_ON_SLAVE", "FILTER_ON_MASTER")
         pending = 0  # events read since the last queued item (FDE, ROTATE... included): counted with the next
         fde: bytes | None = None  # the source's FDE when its row events can go to the target as BINLOG statements
+        crc_len = CRC_LEN if alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
 
         async def emit(group: Group) -> None:
             nonlocal pending
@@ -380,6 +383,7 @@ class Channel:
             pending += 1
             if typ == FORMAT_DESCRIPTION_EVENT:
                 alg = fde_checksum_alg(raw)
+                crc_len = CRC_LEN if alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
                 fde = native_fde(bytes(raw))
                 self.master_server_id = int.from_bytes(raw[5:9], "little")
                 continue
@@ -391,6 +395,42 @@ class Channel:
                     self.skipped_flagged += 1
                 if typ == XID_EVENT:
                     await emit(g or Group())
+                    g = None
+                continue
+            if typ == GTID_EVENT and (gt := gtid_fields(raw, crc_len)) is not None:
+                # the hot types read in place (struct), as parse_event would decode them (issue 20: parse_event
+                # and its objects were a third of the reader's time per 1-row transaction)
+                server_id, log_pos, hflags, seq_no, domain_id, flags2 = gt
+                if log_pos:
+                    cur.pos = log_pos
+                flagged = bool(hflags & LOG_EVENT_SKIP_REPLICATION_F)
+                drop = flagged and drop_flagged
+                if drop:
+                    self.skipped_flagged += 1
+                if g is not None:
+                    log.warning("channel %r: group before %s:%d has no end; discarded", self.name, cur.file, cur.pos)
+                gtid = Gtid(domain_id, server_id, seq_no)
+                cur.gtids[domain_id] = gtid
+                g = Group(gtid=gtid, transactional=not flags2 & FL_STANDALONE, flagged=flagged,
+                          kind=None if drop else group_kind(flags2))
+                continue
+            if fde is not None and (typ == TABLE_MAP_EVENT or typ in ROWS_EVENT_TYPES) and \
+                    (ev := native_event(raw, typ, crc_len, self._table_maps)) is not None:
+                h = ev.header
+                if h.log_pos:
+                    cur.pos = h.log_pos
+                flagged = bool(h.flags & LOG_EVENT_SKIP_REPLICATION_F)
+                if g is None:
+                    g = Group(flagged=flagged)
+                if flagged and drop_flagged:
+                    self.skipped_flagged += 1
+                else:
+                    g.events.append(ev)
+                    g.raws.append(bytes(raw))
+                    g.fde = fde
+                    g.flagged |= flagged
+                if typ != TABLE_MAP_EVENT and not g.transactional and ev.body.flags & STMT_END_F:  # type: ignore[union-attr]
+                    await emit(g)
                     g = None
                 continue
             try:

@@ -14,7 +14,7 @@ group of a channel, or any group whose events the target refuses, takes the SQL 
 inserts it. The TABLE_MAP is built from the target's own column definitions (information_schema), so it matches
 the table exactly; a table that differs from the one applier/position.py creates keeps the SQL path.
 
-Names: `PositionEvents` (`for_target`, `statement`), `fusable_fde`.
+Names: `PositionEvents` (`for_target`, `statement`, `row_events`), `fusable_fde`.
 """
 
 from __future__ import annotations
@@ -132,6 +132,21 @@ class PositionEvents:
         last = raws[-1]
         if not last[_FLAGS_AT] & STMT_END_F:
             return None
+        row = self.row_events(pos, last, crc_alg)
+        if row is None:
+            return None
+        crc = crc_alg == BINLOG_CHECKSUM_ALG_CRC32
+        end = len(last) - (CRC_LEN if crc else 0)
+        ended = b"".join((last[:_FLAGS_AT], bytes([last[_FLAGS_AT] & ~STMT_END_F]), last[_FLAGS_AT + 1:end]))
+        if crc:
+            ended += zlib.crc32(ended).to_bytes(4, "little")
+        tm, up = row
+        return [*raws[:maps], tm, *raws[maps:-1], ended, up]
+
+    def row_events(self, pos: Position, last: bytes, crc_alg: int) -> tuple[bytes, bytes] | None:
+        """The position row `pos` as a TABLE_MAP and an UPDATE_ROWS event (STMT_END_F: a statement of its own
+        when it follows whole statements), with the timestamp, server_id, end_log_pos and skip_replication flag
+        of the source's event `last`; None when the values do not fit the table's length prefixes."""
         file, gtids = pos.file.encode("ascii", "replace"), pos.gtid_text().encode("ascii")
         if len(file) >= 1 << (8 * self.file_prefix) or len(gtids) > 0xFFFF:
             return None
@@ -144,15 +159,11 @@ class PositionEvents:
         # the source's timestamp, server_id and end_log_pos; the skip_replication flag of its rows event
         ts, _, server_id, _, log_pos, hflags = _HEADER.unpack_from(last)
         hflags &= LOG_EVENT_SKIP_REPLICATION_F
-        extra = CRC_LEN if crc else 0
-        up = _HEADER.pack(ts, UPDATE_ROWS_EVENT_V1, server_id, HEADER_LEN + len(body) + extra, log_pos, hflags) + body
-        tm = self._table_map(server_id, hflags, crc)
-        end = len(last) - extra
-        ended = b"".join((last[:_FLAGS_AT], bytes([last[_FLAGS_AT] & ~STMT_END_F]), last[_FLAGS_AT + 1:end]))
+        up = _HEADER.pack(ts, UPDATE_ROWS_EVENT_V1, server_id, HEADER_LEN + len(body) + (CRC_LEN if crc else 0),
+                          log_pos, hflags) + body
         if crc:
-            ended += zlib.crc32(ended).to_bytes(4, "little")
             up += zlib.crc32(up).to_bytes(4, "little")
-        return [*raws[:maps], tm, *raws[maps:-1], ended, up]
+        return self._table_map(server_id, hflags, crc), up
 
     def _table_map(self, server_id: int, flags: int, crc: bool) -> bytes:
         key = (server_id, flags, crc)
