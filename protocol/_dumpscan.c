@@ -23,7 +23,6 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
-#include <zlib.h>
 
 #define HEADER_LEN 19
 #define CRC_LEN 4
@@ -44,16 +43,29 @@ static inline uint32_t u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* crc32 of a long buffer in pieces that fit zlib's uInt */
-static uint32_t crc_of(const unsigned char *p, size_t n) {
-    uLong c = crc32(0L, Z_NULL, 0);
-    while (n > 0) {
-        uInt k = n > 0x40000000u ? 0x40000000u : (uInt)n;
-        c = crc32(c, p, k);
-        p += k;
-        n -= k;
+/* CRC32 (zlib's polynomial), slicing by 8: per ~180-byte event about twice as fast as zlib's crc32() is on such
+ * short buffers (its per-call set-up), and as fast as zlib over a whole read. T: the tables, filled at import. */
+static uint32_t T[8][256];
+
+static void crc_tables(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+        T[0][i] = c;
     }
-    return (uint32_t)c;
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++) T[t][i] = (T[t - 1][i] >> 8) ^ T[0][T[t - 1][i] & 0xFF];
+}
+
+static uint32_t crc_of(const unsigned char *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (; n >= 8; p += 8, n -= 8) {
+        const uint32_t a = u32(p) ^ c, b = u32(p + 4);
+        c = T[7][a & 0xFF] ^ T[6][a >> 8 & 0xFF] ^ T[5][a >> 16 & 0xFF] ^ T[4][a >> 24] ^ T[3][b & 0xFF] ^
+            T[2][b >> 8 & 0xFF] ^ T[1][b >> 16 & 0xFF] ^ T[0][b >> 24];
+    }
+    while (n--) c = (c >> 8) ^ T[0][(c ^ *p++) & 0xFF];
+    return c ^ 0xFFFFFFFFu;
 }
 
 static PyObject *scan_packets(PyObject *Py_UNUSED(self), PyObject *args) {
@@ -175,4 +187,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dumpscan", "The relay's per-read hot walk in C.", -1,
                                     methods};
 
-PyMODINIT_FUNC PyInit__dumpscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__dumpscan(void) {
+    crc_tables();
+    return PyModule_Create(&module);
+}
