@@ -1,11 +1,12 @@
 """The relay's per-read walk in C (protocol/_dumpscan.c) gives exactly what the Python/numpy walk gives.
 
 Through the real client (`ReplicationClient.event_runs`, reads cut at random places so that packets are torn across
-reads) over the dump streams a real MariaDB 10.11 primary sent (the oracle's .raw captures: every event kind of its
-workloads, holes, dummies, heartbeats, GTID starts, errors), over the oracle's binlog files streamed whole with
-events around the 16 MiB packet boundary, heartbeats, an ignorable event and an FDE in the middle, with a corrupted
-CRC and with a stream torn mid-packet: the same runs, the same ends, the same error. Then RelayStorage fed those runs
-stores the same files and state with both walks, and the C walks refuse bad arguments instead of reading past them.
+reads, through a StreamReader and through the dump's DumpReceiver) over the dump streams a real MariaDB 10.11 primary
+sent (the oracle's .raw captures: every event kind of its workloads, holes, dummies, heartbeats, GTID starts,
+errors), over the oracle's binlog files streamed whole with events around the 16 MiB packet boundary, heartbeats, an
+ignorable event and an FDE in the middle, with a corrupted CRC and with a stream torn mid-packet: the same runs, the
+same ends, the same error. Then RelayStorage fed those runs stores the same files and state with both walks, and
+the C walks refuse bad arguments instead of reading past them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from binlogd.protocol import native
-from binlogd.protocol.connection import ClientConfig, ReplicationClient, ReplicationError
+from binlogd.protocol.connection import DUMP_READ, ClientConfig, ReplicationClient, ReplicationError
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKSUM_ALG_CRC32,
@@ -30,6 +31,7 @@ from binlogd.protocol.constants import (
     HEARTBEAT_LOG_EVENT,
     ROTATE_EVENT,
 )
+from binlogd.protocol.dump_receiver import DumpReceiver
 from binlogd.protocol.dump_runs import EventRun, scan_packets, scan_packets_py
 from binlogd.protocol.events import build_event, iter_binlog
 from binlogd.protocol.groups import GroupTracker
@@ -64,8 +66,42 @@ class _NoWriter:
         pass
 
 
-def _receive(stream: bytes, alg: int, cuts: list[int]) -> tuple[list[tuple[bytes, list[int], bool]], Any]:
-    """What `event_runs()` yields for `stream` arriving in reads ending at `cuts`, and how it ended."""
+class _Transport:
+    """What DumpReceiver asks of a transport."""
+
+    def __init__(self) -> None:
+        self.reading = True
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+
+async def _pump(rx: DumpReceiver, stream: bytes, cuts: list[int]) -> None:
+    """The transport's side: each read's bytes into the receiver's buffer, as far as it takes them."""
+    transport = rx.transport
+    assert isinstance(transport, _Transport)
+    at = 0
+    for cut in [*cuts, len(stream)]:
+        while at < cut:
+            if not transport.reading:
+                await asyncio.sleep(0)
+                continue
+            free = rx.get_buffer(-1)
+            k = min(len(free), cut - at)
+            free[:k] = stream[at : at + k]
+            rx.buffer_updated(k)
+            at += k
+        await asyncio.sleep(0)
+    rx.eof_received()
+
+
+def _receive(stream: bytes, alg: int, cuts: list[int],
+             buffer: int | None = None) -> tuple[list[tuple[bytes, list[int], bool]], Any]:
+    """What `event_runs()` yields for `stream` arriving in reads ending at `cuts`, and how it ended: through a
+    StreamReader, or with `buffer` through a DumpReceiver of that size (what a dump without TLS uses)."""
 
     async def run() -> tuple[list[tuple[bytes, list[int], bool]], Any]:
         reader = asyncio.StreamReader(limit=1 << 20)
@@ -75,11 +111,17 @@ def _receive(stream: bytes, alg: int, cuts: list[int]) -> tuple[list[tuple[bytes
         client._packets.expected_seq = 1
         client._packets.max_payload = 1 << 30
         client.checksum_alg_before_fd = alg
-        at = 0
-        for cut in [*cuts, len(stream)]:
-            reader.feed_data(stream[at:cut])
-            at = cut
-        reader.feed_eof()
+        pump = None
+        if buffer is None:
+            at = 0
+            for cut in [*cuts, len(stream)]:
+                reader.feed_data(stream[at:cut])
+                at = cut
+            reader.feed_eof()
+        else:
+            rx = client._receiver = DumpReceiver(asyncio.Protocol(), buffer)
+            rx.transport = _Transport()  # type: ignore[assignment]
+            pump = asyncio.create_task(_pump(rx, stream, cuts))
         got: list[tuple[bytes, list[int], bool]] = []
         end: Any = None
         try:
@@ -87,19 +129,38 @@ def _receive(stream: bytes, alg: int, cuts: list[int]) -> tuple[list[tuple[bytes
                 got.append((r.data, r.ends.tolist(), ack))
         except ReplicationError as e:
             end = (e.code, str(e))
+        if pump is not None:
+            pump.cancel()
         return got, end
 
     return asyncio.run(run())
 
 
 def _both(stream: bytes, alg: int, cuts: list[int], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """`_receive` with the C walk and with the Python walk: they must agree; the answer."""
+    """`_receive` with the C walk and with the Python walk, through a StreamReader and through DumpReceivers (a
+    small one that must grow for large packets, and the dump's own size): all must agree; the answer."""
     fast = _receive(stream, alg, cuts)
     with monkeypatch.context() as m:
         m.setattr(native, "dumpscan", None)
         slow = _receive(stream, alg, cuts)
     assert fast == slow
+    for size in (1 << 12, DUMP_READ):  # other reads, so other runs: the same events, ends, acks and end
+        assert _flat(_receive(stream, alg, cuts, size)) == _flat(fast), size
     return fast
+
+
+def _flat(received: tuple[list[tuple[bytes, list[int], bool]], Any]) -> tuple[bytes, list[int], list[int], Any]:
+    """`_receive`'s answer without the cuts between runs: the events, their ends, where acks are asked, the end."""
+    runs, end = received
+    ends: list[int] = []
+    acks: list[int] = []
+    size = 0
+    for data, run_ends, ack in runs:
+        ends += [size + e for e in run_ends]
+        size += len(data)
+        if ack:
+            acks.append(size)
+    return b"".join(d for d, _, _ in runs), ends, acks, end
 
 
 def _cuts(n: int, seed: int, k: int = 40) -> list[int]:
