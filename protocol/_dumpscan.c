@@ -105,17 +105,31 @@ static PyObject *scan_packets(PyObject *Py_UNUSED(self), PyObject *args) {
     if (run == NULL || ends == NULL) goto done;
     unsigned char *out = (unsigned char *)PyBytes_AS_STRING(run);
     int64_t *e = (int64_t *)PyByteArray_AS_STRING(ends);
-    /* pass 2: the events without their packet headers (the packets pass 1 took: their lengths are checked) */
+    /* pass 2: the events without their packet headers (the packets pass 1 took; their lengths are checked again,
+     * so a buffer another thread changed meanwhile cannot make it read or write out of bounds) */
+    int changed = 0;
     Py_BEGIN_ALLOW_THREADS
     int64_t at = 0;
     for (Py_ssize_t q = start, i = 0; i < count; i++) {
+        if (used - q < 5) {
+            changed = 1;
+            break;
+        }
         const Py_ssize_t ev_len = (d[q] | d[q + 1] << 8 | d[q + 2] << 16) - 1;
+        if (ev_len < HEADER_LEN || ev_len > bytes - at || ev_len > used - q - 5) {
+            changed = 1;
+            break;
+        }
         memcpy(out + at, d + q + 5, (size_t)ev_len);
         at += ev_len;
         e[i] = at;
         q += 5 + ev_len;
     }
     Py_END_ALLOW_THREADS
+    if (changed) {
+        PyErr_SetString(PyExc_RuntimeError, "the data changed during the scan");
+        goto done;
+    }
     res = Py_BuildValue("OOnn", run, ends, count, used);
 done:
     Py_XDECREF(run);
