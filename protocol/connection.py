@@ -47,6 +47,7 @@ from .constants import (
     HEADER_LEN,
     MAX_PACKET_PAYLOAD,
 )
+from .dump_receiver import DumpReceiver
 from .dump_runs import EventRun, Ints, scan_packets
 from .handshake import CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION, CLIENT_SSL
 from .packets import PacketError, PacketReader, frame, parse_err
@@ -74,7 +75,7 @@ FATAL_CODES = frozenset({ER_MASTER_FATAL_ERROR_READING_BINLOG, ER_OUT_OF_RESOURC
 _U32 = struct.Struct("<I")
 _CRC32_RESIDUE = 0x2144DF1C  # zlib.crc32(data + crc32(data) as 4 little-endian bytes), whatever the data
 STREAM_LIMIT = 1 << 16  # asyncio StreamReader buffer bound; reads are chunked at this size
-DUMP_READ = 1 << 20  # a dump reads up to this much at once (runs checked as a whole: dump_runs.scan_packets)
+DUMP_READ = 1 << 20  # a dump reads up to this much at once (DumpReceiver's buffer; runs checked as a whole)
 COMMAND_MAX_PAYLOAD = 64 << 20  # handshake and query replies
 EVENT_MAX_PAYLOAD = 1 << 30  # slave_max_allowed_packet default
 
@@ -207,6 +208,7 @@ class ReplicationClient:
         self._parts_size = 0
         self.semi_sync = False  # the primary agreed: event packets carry the semi-sync header (protocol/semisync.py)
         self._ack_cut = False  # _split stopped after an event that asks for an ack
+        self._receiver: DumpReceiver | None = None  # the dump's reads (set by start_dump; not over TLS)
 
     # ---- connection -------------------------------------------------------------------------------
 
@@ -429,6 +431,8 @@ class ReplicationClient:
         self._send(build_binlog_dump(pos, flags, cfg.server_id, file))
         self._packets.max_payload = EVENT_MAX_PAYLOAD
         self._dumping = True
+        if cfg.tls is None:  # nothing can have arrived after the COM_REGISTER_SLAVE reply yet: the stream is all here
+            self._receiver = DumpReceiver.install(self._writer.transport, DUMP_READ)  # type: ignore[arg-type]
 
     async def events(self) -> AsyncIterator[bytes]:
         """Raw events (heartbeats included) with CRCs verified; ends at EOF; closes the session on any end.
@@ -482,6 +486,10 @@ class ReplicationClient:
         pending: list[bytes] = []  # the reads holding an incomplete packet
         have = need = 0
         try:
+            if self._receiver is not None:
+                async for item in self._received_runs(self._receiver, timeout):
+                    yield item
+                return
             while True:
                 try:
                     async with asyncio.timeout(timeout):
@@ -518,13 +526,46 @@ class ReplicationClient:
         finally:
             await self.close()
 
-    def _split(self, data: bytes) -> tuple[EventRun, int, ReplicationError | bool | None]:
+    async def _received_runs(self, rx: DumpReceiver, timeout: float | None) -> AsyncIterator[tuple[EventRun, bool]]:
+        """`event_runs()` over the dump receiver's buffer: each read scanned where it lies (no copy before the
+        scan), the torn packet at its end kept for the next one."""
+        need = 1
+        while True:
+            try:
+                async with asyncio.timeout(timeout):
+                    await rx.fill(need)
+            except TimeoutError:
+                raise ReplicationError(CR_SERVER_LOST, f"no event or heartbeat for {timeout} s") from None
+            if rx.filled < need:
+                why = f": {rx.error!r}" if rx.error is not None else " (closed by peer)"
+                raise ReplicationError(CR_SERVER_LOST, f"lost connection to server{why}")
+            data = rx.view()
+            run, used, stop = self._split(data)
+            taken = used
+            while self._ack_cut:  # a run ends with each event that asks for an ack: acked once stored
+                self._ack_cut = False
+                yield run, True
+                run, used, stop = self._split(data[taken:])
+                taken += used
+            if run.data:  # what came before an error is valid: deliver it first
+                yield run, False
+            if stop is True:  # EOF of a non-blocking dump
+                return
+            if stop is not None:
+                raise stop
+            del data
+            rx.consume(taken)
+            rest = rx.filled
+            need = rest + 1 if rest < 4 else max(rest + 1, 4 + int.from_bytes(rx.buf[:3], "little"))
+
+    def _split(self, data: bytes | memoryview) -> tuple[EventRun, int, ReplicationError | bool | None]:
         """The whole dump packets at the start of `data`: (their events back to back with their ends, bytes
         consumed, and what stopped the dump: an error, True for EOF, None to read on).
 
-        The hot path: stretches of ordinary event packets are checked as a whole (`dump_runs.scan_packets`: one
-        walk, numpy, two CRC32 calls), tried at the start and after every packet the full rules handled. What
-        they leave goes event by event: one header read, one zlib.crc32 over a memoryview (a CRC32-summed event
+        The hot path: stretches of ordinary event packets are checked as a whole (`dump_runs.scan_packets`: one C
+        call, or one walk, numpy and two CRC32 calls without the extension), tried at the start and after every
+        packet the full rules handled. `data` may be a view of the dump receiver's buffer: nothing kept refers to
+        it. What they leave goes event by event: one header read, one zlib.crc32 over a memoryview (a CRC32-summed event
         followed by its own CRC leaves zlib's constant residue) and one list append; FDEs, packets split at 16 MiB,
         ERR/EOF and every failure go through `_checked_event`, the full rules with their error messages.
         """
@@ -577,8 +618,8 @@ class ReplicationClient:
                     one.append(size)
                     p = q
                     continue
-                # anything else: one logical packet, maybe split in 16 MiB parts
-                parts.append(data[p + 4 : q])
+                # anything else: one logical packet, maybe split in 16 MiB parts (a copy: `data` may be a view)
+                parts.append(bytes(data[p + 4 : q]))
                 self._parts_size += length
                 p = q
                 if self._parts_size > EVENT_MAX_PAYLOAD:

@@ -13,6 +13,11 @@ single corrupted event changes the run's CRC32; only several corruptions that ca
 same as CRC32's own per-event miss rate) could hide. On a mismatch the events are checked one by one to find the
 first bad one, which the caller's per-event path then reports with its own error.
 
+The same walk in C (`_dumpscan.c`, an optional extension built from pyproject.toml): framing, checks, one
+`crc32()` per event and the header stripping in one pass without the GIL and without a minimum of packets.
+`scan_packets` uses it when it is built (protocol/native.py); `scan_packets_py` is the fallback,
+and tests/test_dumpscan_native.py holds the two equal on real streams.
+
 Pure: bytes in, offsets and bytes out (no sockets, no asyncio).
 """
 
@@ -25,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from . import native
 from .constants import CRC_LEN, FORMAT_DESCRIPTION_EVENT, HEADER_LEN, MAX_PACKET_PAYLOAD
 
 MIN_PACKETS = 32  # fewer packets in a read: the per-event path is cheaper than numpy's per-call overhead
@@ -95,6 +101,16 @@ def first_bad_crc(data: bytes, ends: Ints) -> int:
 
 
 def scan_packets(data: bytes, seq: int, crc: bool, start: int = 0) -> PacketScan:
+    """`scan_packets_py`'s answer, from the C walk when it is built (which takes runs of any length)."""
+    if native.dumpscan is None:
+        return scan_packets_py(data, seq, crc, start)
+    run, ends, packets, used = native.dumpscan.scan_packets(data, seq, crc, start)
+    if not packets:
+        return PacketScan(None, 0, 0)
+    return PacketScan(EventRun(run, np.frombuffer(ends, np.int64)), packets, used)
+
+
+def scan_packets_py(data: bytes, seq: int, crc: bool, start: int = 0) -> PacketScan:
     """The dump packets of `data` from `start` (a packet boundary, where sequence id `seq` is expected) that
     hold one ordinary event each (not an FDE, ERR, EOF or a 16 MiB part), their framing checked and, with `crc`,
     their CRC32s: their events back to back. Everything from the first packet that is not such a packet (or a

@@ -9,6 +9,11 @@ at group ends only, so a replica never sees half of a transaction. Pure code ove
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import native
 from .constants import (
     ANNOTATE_ROWS_EVENT,
     BIN_LOG_HEADER_SIZE,
@@ -30,7 +35,10 @@ PART_OF_GROUP = frozenset({GTID_EVENT, INTVAR_EVENT, RAND_EVENT, USER_VAR_EVENT,
 # the only events that can change the state inside a transaction: a run's other events are looked at only outside one
 TRANSACTION_EDGES = frozenset({GTID_EVENT, QUERY_EVENT, XID_EVENT, XA_PREPARE_LOG_EVENT})
 
-_OUTSIDE, _STANDALONE, _TRANSACTION = 0, 1, 2
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+_OUTSIDE, _STANDALONE, _TRANSACTION = 0, 1, 2  # also _dumpscan.c's walk_groups
 _QUERY_POST_HEADER = 13  # thread_id 4, exec_time 4, db_len 1, error_code 2, status_vars_len 2
 _BEGIN = (b"BEGIN",)
 _ENDS_TRANSACTION = (b"COMMIT", b"ROLLBACK")
@@ -135,6 +143,31 @@ class GroupTracker:
                 groups += 1
             i = edge + 1
         return last, groups
+
+    def feed_ends(self, ev: bytes, ends: npt.NDArray[np.int64], i: int, j: int, crc_len: int = 4,
+                  edges: list[int] | None = None) -> tuple[int, int]:
+        """`feed_run` over events i..j-1 of a run (`ends`: where each event of `ev` ends, the first starting at 0,
+        contiguous int64), with the indexes returned relative to i. The common transitions (GTID, XID, XA_PREPARE,
+        events inside a transaction) in C when it is built (`_dumpscan.walk_groups`, without the GIL), every other
+        event through `feed()`; else `feed_run` with `edges` (the run's TRANSACTION_EDGES events, relative to i)."""
+        if native.dumpscan is None:
+            base = int(ends[i - 1]) if i else 0
+            mv = memoryview(ev)[base : int(ends[j - 1])]
+            return self.feed_run(mv, (ends[i:j] - base).tolist(), edges or [], crc_len)
+        walk = native.dumpscan.walk_groups
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        last, groups, k = -1, 0, i
+        while k < j:
+            k, self.state, done, n = walk(ev, ends, k, j, self.state)
+            if done >= 0:
+                last = done
+            groups += n
+            if k < j:
+                if self.feed(ev, int(ends[k - 1]) if k else 0, int(ends[k]), crc_len):
+                    last = k
+                    groups += 1
+                k += 1
+        return (last - i if last >= 0 else -1), groups
 
 
 def last_group_end(buf: bytes | bytearray | memoryview, start: int = BIN_LOG_HEADER_SIZE, crc_len: int = 4) -> int:

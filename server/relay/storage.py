@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+from binlogd.protocol import native
 from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
@@ -322,10 +323,10 @@ class RelayStorage:
         """Events i..j-1 of a run, all plain and in place: into `buf` with one copy, the group rule fed at
         transaction edges only (`GroupTracker.feed_run`), the GTIDs read where they are."""
         base = int(starts[i])
-        rel = (ends[i:j] - base).tolist()
         crc = CRC_LEN if self.alg == BINLOG_CHECKSUM_ALG_CRC32 else 0
         mv = memoryview(data)[base : int(ends[j - 1])]
-        last, groups = self.tracker.feed_run(mv, rel, np.flatnonzero(_EDGE_NP[typ[i:j]]).tolist(), crc)
+        edges = None if native.dumpscan else np.flatnonzero(_EDGE_NP[typ[i:j]]).tolist()
+        last, groups = self.tracker.feed_ends(data, ends, i, j, crc, edges)
         buf, pending = self.buf, self._pending_gtids
         at = np.flatnonzero(gtid[i:j])
         if last >= 0:
@@ -339,12 +340,12 @@ class RelayStorage:
                        | (u32_at(data, g0 + HEADER_LEN + 4).astype(np.uint64) << np.uint64(32)))  # u64
                 self.state.update_all(u32_at(data, g0 + HEADER_LEN + 8).tolist(), u32_at(data, g0 + 5).tolist(),
                                       seq.tolist())
-            self.complete = len(buf) + rel[last]
+            self.complete = len(buf) + int(ends[i + last]) - base
             self.spilled = False
-            ts_at = rel[last - 1] if last else 0
+            ts_at = int(starts[i + last]) - base
             self.last_ts = int.from_bytes(mv[ts_at : ts_at + 4], "little")
         for k in at[at > last].tolist():  # the unfinished group's GTID: its state waits for the group's end
-            d_, s_, seq_no, _ = peek_gtid(mv, rel[k - 1] if k else 0)
+            d_, s_, seq_no, _ = peek_gtid(mv, int(starts[i + k]) - base)
             pending.append(Gtid(d_, s_, seq_no))
         buf += mv
         self.end += len(mv)
