@@ -23,8 +23,12 @@ import pytest
 from binlogd.protocol.binlog_file import scan
 from binlogd.protocol.constants import GTID_EVENT, QUERY_EVENT
 from binlogd.protocol.events import parse_event
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from binlogd.testing import find_binary
+from tests.test_standalone_fast_path import SESSION_SETS, shapes
+from tests.test_standalone_fast_path import SETUP as FAST_PATH_SETUP
 
 TIMEOUT = 20
 STAMP = 1_700_000_000
@@ -326,3 +330,29 @@ def test_commits_that_wait_hold_the_packets_behind_them(binlogd: Any, tmp_path: 
     for w in range(4):
         mine = [q for q in logged if q.startswith(f"INSERT INTO d.t VALUES ({w},")]
         assert mine == [f"INSERT INTO d.t VALUES ({w}, {i})" for i in range(50) if i != 25]
+
+
+def test_random_shapes_through_both_paths(binlogd: Any, tmp_path: Path) -> None:
+    """tests/test_standalone_fast_path.py's random DML shapes and session SETs, sent by pymysql to a fast-path and a
+    stream-path server: the same answer (OK, or MariaDB's error) for each, and the same binlog bytes."""
+    dirs = [tmp_path / "fast", tmp_path / "stream"]
+    servers = [start(binlogd, dirs[0]), start(binlogd, dirs[1], "--command-path", "stream")]
+    conns = [connect(s) for s in servers]
+    for c in conns:
+        with c.cursor() as cur:
+            for sql in [f"SET timestamp={STAMP}.25", *FAST_PATH_SETUP, "USE bench"]:
+                cur.execute(sql)
+
+    @settings(max_examples=150, deadline=None)
+    @given(pair=shapes(), session_set=st.sampled_from(SESSION_SETS))
+    def same(pair: tuple[str, str], session_set: str) -> None:
+        for sql in ([session_set] if session_set else []) + list(pair):
+            answers = []
+            for c in conns:
+                with c.cursor() as cur:
+                    answers.append(_answer(cur, sql))
+            assert answers[0] == answers[1], sql
+        assert binlog_after_header(dirs[0]) == binlog_after_header(dirs[1]), pair
+
+    same()
+    assert len(queries(dirs[0])) > 20  # (the shapes did reach the binlog)
