@@ -84,6 +84,8 @@ class FastCommands(asyncio.Protocol):
         self._stream_protocol: asyncio.BaseProtocol | None = None
         self._back: asyncio.Future[bool] | None = None  # set while serving: True = go on with the full path
         self._busy = False  # a commit is being waited for: the packets behind it wait too
+        self._deferred_pause = False  # pause_writing / eof_received came while busy: handled once it is answered
+        self._deferred_eof = False
         self._ok = b""
         self._codec = "utf-8"
         self._last_data = 0.0
@@ -118,6 +120,7 @@ class FastCommands(asyncio.Protocol):
         if getattr(reader, "_paused", False):  # the StreamReader had paused reading on a full buffer
             reader._paused = False  # type: ignore[attr-defined]
             transport.resume_reading()
+        self._deferred_pause = self._deferred_eof = False
         back: asyncio.Future[bool] = loop.create_future()
         self._back = back
         transport.set_protocol(self)
@@ -137,6 +140,9 @@ class FastCommands(asyncio.Protocol):
             self._process()
 
     def eof_received(self) -> bool | None:
+        if self._busy:  # the waited-for commit's answer goes first (`_committed` hands back then)
+            self._deferred_eof = True
+            return True
         protocol = self._stream_protocol
         self._leave(True)
         return protocol.eof_received() if isinstance(protocol, asyncio.Protocol) else None
@@ -148,15 +154,19 @@ class FastCommands(asyncio.Protocol):
             protocol.connection_lost(exc)
 
     def pause_writing(self) -> None:
-        """The client does not read its answers: the stream path (which waits in `drain`) takes over."""
+        """The client does not read its answers: the stream path (which waits in `drain`) takes over, once the
+        answer of a commit being waited for is written (it must precede anything the stream path answers)."""
+        if self._busy:
+            self._deferred_pause = True
+            return
         log.debug("connection %d: answers not read: the stream path takes over", self._host.connection_id)
         protocol = self._stream_protocol
         self._leave(True)
         if protocol is not None:
             protocol.pause_writing()
 
-    def resume_writing(self) -> None:  # (pause_writing handed the transport back: nothing is paused here)
-        pass
+    def resume_writing(self) -> None:  # (only while a commit was waited for: the pause needs no hand-back then)
+        self._deferred_pause = False
 
     # --- the packets --------------------------------------------------------------------------------------------
     def _process(self) -> None:
@@ -239,7 +249,14 @@ class FastCommands(asyncio.Protocol):
             note_error(self._state, err)
             log.info("connection %d: error %s: %s", self._host.connection_id, err.code, err.message)
             self._transport.write(_frame(err_packet(err.code, err.message, err.sqlstate.encode()), 1))
-        self._process()
+        pause, eof = self._deferred_pause, self._deferred_eof
+        self._deferred_pause = self._deferred_eof = False
+        if pause:
+            self.pause_writing()
+        if eof:
+            self.eof_received()  # (after a hand-back above: forwarded to the stream's protocol all the same)
+        if not pause and not eof:
+            self._process()
 
     def _arm_idle_timer(self) -> None:
         if self._timer is not None:

@@ -296,8 +296,8 @@ def test_a_client_that_does_not_read_its_answers(binlogd: Any, tmp_path: Path) -
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
 def test_commits_that_wait_hold_the_packets_behind_them(binlogd: Any, tmp_path: Path, loop: str) -> None:
     """--sync-binlog 1: each autocommit INSERT waits for the writer thread's fsync. 4 writers each pipeline 50 INSERTs
-    (with a SET and an error among them): the answers come in order, one per command, and the binlog holds each
-    writer's statements once, in its order."""
+    (with a SET and an error among them; the first writer half-closes its socket right behind them): the answers
+    come in order, one per command, and the binlog holds each writer's statements once, in its order."""
     server = start(binlogd, tmp_path / "data", "--sync-binlog", "1", "--event-loop", loop)
     conn = connect(server)
     with conn.cursor() as cur:
@@ -313,6 +313,8 @@ def test_commits_that_wait_hold_the_packets_behind_them(binlogd: Any, tmp_path: 
                 for i in range(50)]
         cmds.insert(10, "SET @a = 1")
         sock.sendall(b"".join(packet(b"\x03" + s.encode()) for s in cmds))
+        if w == 0:  # a half-close right behind the burst: the end of file waits for the answers before it
+            sock.shutdown(socket.SHUT_WR)
         sock.settimeout(TIMEOUT)
         results[w] = [(seq, payload[0]) for seq, payload in (read_packet(sock) for _ in cmds)]
         c.close()
