@@ -106,8 +106,8 @@ class FastCommands(asyncio.Protocol):
         """Serve commands from the transport; True when the full path is to go on (the next command, or the end of
         the connection, is in the StreamReader), False when the connection idled past wait_timeout."""
         reader = self._reader
-        if reader.exception() is not None or reader.at_eof() or self._writer.transport.is_closing():
-            return True
+        if reader.exception() is not None or getattr(reader, "_eof", True) or self._writer.transport.is_closing():
+            return True  # (after the end of file no callback comes: the stream path reads what is left, then ends)
         transport = cast(asyncio.Transport, self._writer.transport)  # (uvloop's is not an asyncio.Transport)
         loop = asyncio.get_running_loop()
         self._transport = transport

@@ -260,6 +260,34 @@ def test_a_peer_that_vanishes_mid_burst(binlogd: Any, tmp_path: Path) -> None:
     assert "internal error" not in server.log_text().lower()
 
 
+def test_a_half_close_behind_a_burst_with_a_handed_back_statement(binlogd: Any, tmp_path: Path) -> None:
+    """INSERT, SELECT (handed back to the stream path), two INSERTs, then the client shuts its sending side: every
+    command is answered in order and the server then closes the connection (the end of file is not lost between the
+    two paths)."""
+    server = start(binlogd, tmp_path / "data")
+    conn = connect(server)
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE d")
+        cur.execute("CREATE TABLE d.t (a INT)")
+    sock: socket.socket = conn._sock  # type: ignore[attr-defined]
+    sqls = ["INSERT INTO d.t VALUES (1)", "SELECT 7", "INSERT INTO d.t VALUES (2)", "INSERT INTO d.t VALUES (3)"]
+    sock.sendall(b"".join(packet(b"\x03" + s.encode()) for s in sqls))
+    sock.shutdown(socket.SHUT_WR)
+    t0 = time.monotonic()
+    answers = _until_quiet(sock, 5.0)
+    assert time.monotonic() - t0 < 4  # closed by the server, not after a quiet period
+    frames = []
+    while answers:
+        length = int.from_bytes(answers[:3], "little")
+        frames.append((answers[3], answers[4 : 4 + length]))
+        answers = answers[4 + length :]
+    is_ok = [seq == 1 and payload[:1] == b"\x00" for seq, payload in frames]
+    assert is_ok[0] and is_ok[-2:] == [True, True] and not any(is_ok[1:-2]), frames  # OK, the SELECT's, OK, OK
+    assert any(payload == b"\x017" for _, payload in frames)  # the SELECT's row
+    assert queries(tmp_path / "data")[2:] == ["INSERT INTO d.t VALUES (1)", "INSERT INTO d.t VALUES (2)",
+                                              "INSERT INTO d.t VALUES (3)"]
+
+
 def test_a_client_that_does_not_read_its_answers(binlogd: Any, tmp_path: Path) -> None:
     """60 000 pipelined statements sent before any answer is read (all but every tenth an INSERT into a missing table
     with a long name, whose ERR is ~160 bytes: more than the kernel's 4 MiB send buffer): the server's send buffer
