@@ -1104,12 +1104,15 @@ def build_event(
 def checksummed_event(type_code: int, body: bytes, timestamp: int, server_id: int, log_pos: int, flags: int) -> bytes:
     """Header + body + CRC32 of an event other than the FDE (whose CRC has the in-use rule: `build_event`).
 
-    The standalone primary's per-statement path: one struct pack and the CRC, no intermediate objects."""
+    The standalone primary's per-statement path: one struct pack and the CRC, no intermediate objects (the CRC is
+    zlib's over the whole event: `event_crc`'s in-use rule is for the FDE only, which is refused here)."""
+    if type_code == FORMAT_DESCRIPTION_EVENT:
+        raise ValueError("an FDE's CRC has the in-use rule: use build_event")
     try:
         data = _HEADER.pack(timestamp, type_code, server_id, HEADER_LEN + len(body) + CRC_LEN, log_pos, flags) + body
     except struct.error as exc:
         raise ValueError(f"header field out of range: {exc}") from None
-    return data + event_crc(data).to_bytes(CRC_LEN, "little")
+    return data + zlib.crc32(data).to_bytes(CRC_LEN, "little")
 
 
 # --- body encoders -------------------------------------------------------------------------------------

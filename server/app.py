@@ -49,6 +49,7 @@ class ServeConfig:
     basename: str | None = None
     gtid_domain_id: int = 0
     max_connections: int = 151  # MariaDB's name and default (--max-connections)
+    fast_path: bool = True  # --command-path fast: standalone writers' commands through server/fast_commands.py
     ledger_dir: Path | None = None  # the audit ledger (docs/ledger.md); None: off
     ledger_max_size: int = DEFAULT_MAX_SIZE
     upstream: UpstreamConfig | None = None  # relay mode: binlog_dir is the datadir the relay writes
@@ -79,6 +80,7 @@ class BinlogdServer(MysqlServer):
         super().__init__(session_factory=lambda: ReplicationSession(primary), identity_provider=identity_provider,
                          ssl=ssl)
         self.require_secure_transport = require_secure_transport
+        self.fast_path = True  # ServeConfig.fast_path
         self.primary = primary
         self.faults = faults
         self.max_connections = max_connections
@@ -126,6 +128,7 @@ class BinlogdServer(MysqlServer):
             ssl=self.ssl,
         )
         conn.require_secure_transport = self.require_secure_transport
+        conn.fast_path = self.fast_path
         conn.primary = self.primary
         conn.faults = self.faults
         conn.connection_id = cid
@@ -288,6 +291,7 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
     expirer = start_expiry(primary, relay, standalone, ledger, cfg.binlog_expire_logs_seconds,
                            cfg.ledger_retention_seconds)
     server = BinlogdServer(primary, idp, cfg.max_connections, faults, tls, cfg.require_secure_transport)
+    server.fast_path = cfg.fast_path
     watcher = DirectoryWatcher(store)
     await server.serve_sockets(socks)
     metrics = await start_metrics(metrics_socks, metrics_state(primary, server, ledger, relay, standalone)) \

@@ -280,6 +280,10 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
     c.add_argument("--event-loop", choices=list(event_loop.CHOICES), default=None,
                    help="the asyncio event loop: uvloop (libuv, faster per packet) or asyncio's own; auto: uvloop "
                    "when installed (the default)")
+    c.add_argument("--command-path", choices=["fast", "stream"], default="fast",
+                   help="standalone: how client commands are read; fast (the default): DML, SET and transaction "
+                   "control answered straight from the socket's protocol, everything else by the stream path; "
+                   "stream: every command by the stream path (for comparisons; the binlog is the same)")
     c.add_argument("--max-connections", type=_max_connections, default=None, metavar="N",
                    help="client connections at once, 10-100000 (default 151, MariaDB's); one more is kept for an "
                    "account with ALL privileges; beyond: ERR 1040 Too many connections")
@@ -598,7 +602,7 @@ def serve_config(args: argparse.Namespace) -> ServeConfig:
         binlog_expire_logs_seconds=args.binlog_expire_logs_seconds or 0,
         ledger_retention_seconds=args.ledger_retention_seconds or 0,
         replica_filters=_replica_filters(args.replica_filter),
-        max_connections=args.max_connections or 151)
+        max_connections=args.max_connections or 151, fast_path=args.command_path == "fast")
 
 
 def main(argv: list[str] | None = None) -> int:

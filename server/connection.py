@@ -41,6 +41,7 @@ from mysql_mimic.variables import GlobalVariables, SessionVariables
 from . import command_io
 from .dump import DumpParams, DumpStream
 from .expiry import purge_request
+from .fast_commands import FastCommands
 from .fault_writer import FaultWriter
 from .faults import FaultFile
 from .minor_commands import MINOR_COMMANDS
@@ -246,9 +247,37 @@ class ReplicationConnection(StrictConnection):
         assert isinstance(s, ReplicationSession)
         return s
 
+    fast_path = True  # serve what it can through FastCommands (off: `binlogd serve --command-path stream`)
+    _fast: FastCommands | None = None
+
+    def _fast_commands(self) -> FastCommands | None:
+        """The fast path (server/fast_commands.py), when this connection may take it now: a standalone writer with
+        every privilege (the others' statements are checked first), no semi-sync wait, plain TCP, no query
+        attributes, nothing buffered in mimic's writer."""
+        session = self.rsession
+        source = self.primary.standalone
+        if (not self.fast_path or source is None or session.writes is None or source.semi_sync is not None
+                or session.privileges != Priv.ALL or Capabilities.CLIENT_QUERY_ATTRIBUTES in self.capabilities
+                or not FastCommands.usable(self.stream) or self.stream._inner._buffer):
+            return None
+        if self._fast is None:
+            assert isinstance(self.stream, SafeStream)
+            self._fast = FastCommands(self, self.stream, source, session.state, session.writes)
+        return self._fast
+
+    def fast_path_ok(self) -> bytes:
+        """The OK the fast path answers with (the one `_write_ok` sends)."""
+        return self.ok()
+
+    def fast_path_codec(self) -> str:
+        return str(self.client_charset.codec)
+
     async def command_phase(self) -> None:
         """mimic's loop plus COM_REGISTER_SLAVE / COM_BINLOG_DUMP; never lets an exception kill the server."""
         while True:
+            fast = self._fast_commands()
+            if fast is not None and not await fast.serve():
+                return  # idle past wait_timeout: dropped silently, as the timed read below does
             self._set_read_timeout(self._wait_timeout())
             try:
                 data = await self._read_command()

@@ -5,6 +5,7 @@ The end-to-end comparison with a real primary is tests/test_standalone_replicas.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -12,9 +13,10 @@ from binlogd.protocol.constants import USER_VAR_EVENT
 from binlogd.protocol.describe import describe
 from binlogd.protocol.events import build_event, parse_user_var
 from binlogd.server.sql_surface import DecimalText, SqlError
+from binlogd.server.standalone import classify as classify_mod
 from binlogd.server.standalone.classify import Kind, classify
 from binlogd.server.standalone.logger import decimal_value, user_var_body
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 KINDS = [
@@ -111,3 +113,21 @@ def test_decimal_user_vars_read_back(digits: int, scale: int) -> None:
     _, info = describe(ev, 1)
     assert info.startswith("@`x`=")
     assert Decimal(info.removeprefix("@`x`=")) == Decimal(text)
+
+
+# the shape regex as it was before its branches shared a leading character class (server/standalone/classify.py)
+_PLAIN_LITERAL = re.compile(r"(`(?:[^`]|``)*`)|'(?:[^'\\]|\\[\s\S]|'')*'|\"(?:[^\"\\]|\\[\s\S]|\"\")*\"|"
+                            r"(?<![\w$])(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
+                            r"(?![\w$])")
+
+
+def _plain_shape(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        return m.group(1)
+    return "'?'" if m.group(0)[0] in "'\"" else "0"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.text(alphabet="`'\"\\0123456789.xXeE+-abc_$ é\n,()=;#/*", max_size=40))
+def test_statement_shapes_equal_the_plain_alternations(text: str) -> None:
+    assert classify_mod._LITERAL.sub(classify_mod._shape_of, text) == _PLAIN_LITERAL.sub(_plain_shape, text)

@@ -31,15 +31,21 @@ from .schema import DmlPlan, dml_plan
 logging.getLogger("sqlglot").setLevel(logging.ERROR)  # "falling back to Command" is expected for some DDL
 
 # literals (strings, numbers) and, kept verbatim, quoted identifiers: a statement's shape is its text with every
-# literal replaced by a placeholder of its kind (statements with comments are not shaped)
-_LITERAL = re.compile(r"(`(?:[^`]|``)*`)|'(?:[^'\\]|\\[\s\S]|'')*'|\"(?:[^\"\\]|\\[\s\S]|\"\")*\"|"
-                      r"(?<![\w$])(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)(?![\w$])")
+# literal replaced by a placeholder of its kind (statements with comments are not shaped). Every branch starts with
+# the one character class, so the regex engine skips the characters that cannot start a literal in C (the number's
+# "no word character before it" is the lookbehind over two characters); tests/test_standalone_units.py checks it
+# against the plain alternation it replaces.
+_LITERAL = re.compile(r"[`'\"\d.](?:(?<=`)(?:[^`]|``)*`|(?<=')(?:[^'\\]|\\[\s\S]|'')*'|"
+                      r"(?<=\")(?:[^\"\\]|\\[\s\S]|\"\")*\"|(?<![\w$].)(?:(?<=0)x[0-9a-fA-F]+|"
+                      r"(?<=\d)\d*(?:\.\d*)?(?:[eE][+-]?\d+)?|(?<=\.)\d+(?:[eE][+-]?\d+)?)(?![\w$]))")
 
 
 def _shape_of(m: re.Match[str]) -> str:
-    if m.group(1) is not None:
-        return m.group(1)
-    return "'?'" if m.group(0)[0] in "'\"" else "0"
+    text = m.group(0)
+    first = text[0]
+    if first == "`":
+        return text
+    return "'?'" if first in "'\"" else "0"
 
 
 # statement shape -> (user_vars, uses_rand, uses_last_insert_id, uses_clock, schema plan); event loop only

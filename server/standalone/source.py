@@ -64,6 +64,24 @@ _INLINE_GROUP_MARGIN = 256
 _INLINE_EVENT_MARGIN = 64
 
 
+# a started commit (StandaloneSource.commit_nowait): where it ended when appended at once, else a future of that
+Commit = tuple[str, int] | asyncio.Future[tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """A statement answered without waiting (StandaloneSource.start): its result, and the commit its answer waits
+    for (None: nothing to wait for)."""
+
+    result: ResultSet | Ok
+    commit: Commit | None
+
+
+def note_error(st: SessionState, e: SqlError) -> None:
+    """SHOW WARNINGS after an error, as in MariaDB."""
+    st.diagnostics = [("Error", e.code, e.message)]
+
+
 @dataclass(frozen=True)
 class StandaloneConfig:
     datadir: Path
@@ -185,22 +203,30 @@ class StandaloneSource:
     async def commit(self, groups: list[Group]) -> None:
         """Write `groups` in one batch with whatever else is waiting; returns once they are durable and, with
         semi-sync, acknowledged by a replica (or the semi-sync timeout passed)."""
-        if not groups:
-            return
+        if groups:
+            await self.durable(self.commit_nowait(groups))
+
+    def commit_nowait(self, groups: list[Group]) -> Commit:
+        """Start committing `groups` (not empty): their (file, end) when appended at once on the event loop, else a
+        future of it that group commit resolves once they are durable (its exception: the client's 1026)."""
         if not self._draining and self._write_inline(groups):
             # nothing queued before it: appended now, without a task, a future and two more loop iterations
             try:
                 self.files.write_groups(groups)
             except (OSError, BinlogWriteError) as e:
                 raise self._write_error(e) from e
-            file, end = self.files.last_ends[-1]
-        else:
-            fut: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
-            self._pending.append((groups, fut))
-            if not self._draining:
-                self._draining = True
-                self._drainer = asyncio.get_running_loop().create_task(self._drain(), name="binlog-group-commit")
-            file, end = await fut
+            return self.files.last_ends[-1]
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[str, int]] = loop.create_future()
+        self._pending.append((groups, fut))
+        if not self._draining:
+            self._draining = True
+            self._drainer = loop.create_task(self._drain(), name="binlog-group-commit")
+        return fut
+
+    async def durable(self, commit: Commit) -> None:
+        """Wait for a commit started by `commit_nowait` and, with semi-sync, for a replica's ack of it."""
+        file, end = commit if isinstance(commit, tuple) else await commit
         if self.semi_sync is not None:
             await self.semi_sync.wait(file, end)
 
@@ -245,15 +271,17 @@ class StandaloneSource:
     async def execute(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
         if prepared.is_prepared_statement_command(sql.lstrip(_TRIM)):
             return await self._sql_prepared(sql, st, ws)
+        first = self.start(sql, st, ws)
+        if isinstance(first, Done):
+            if first.commit is not None:
+                try:
+                    await self.durable(first.commit)
+                except SqlError as e:
+                    note_error(st, e)
+                    raise
+            return first.result
+        stmt, kind = first, first.kind
         try:
-            stmt = classify(sql, st.database)
-            kind = stmt.kind
-            if kind is Kind.DML:
-                if stmt.plan is not None:
-                    self._check_dml(stmt.plan, st)
-                done = await self._dml(stmt, st, ws)
-                st.diagnostics = []  # a statement that uses a table resets SHOW WARNINGS
-                return done
             if kind in (Kind.DDL, Kind.DB_DDL):
                 st.diagnostics = []
                 return await self._ddl(stmt, st, ws)
@@ -261,7 +289,7 @@ class StandaloneSource:
                 self.use_database(st, stmt.database)
                 return Ok()
         except SqlError as e:
-            st.diagnostics = [("Error", e.code, e.message)]  # SHOW WARNINGS after an error, as in MariaDB
+            note_error(st, e)
             raise
         if kind is Kind.FLUSH_LOGS:
             await self._implicit_commit(st, ws)
@@ -281,13 +309,49 @@ class StandaloneSource:
             result = execute(sql, st, self.view)
         else:  # SHOW BINLOG EVENTS, @@gtid_binlog_pos, BINLOG_GTID_POS()...: may read binlog files
             result = await asyncio.to_thread(execute, sql, st, self.view)
-        if kind is Kind.COMMIT:
-            await self._commit_session(st, ws)
-        elif kind is Kind.ROLLBACK:
-            ws.discard()
-        elif st.autocommit and not autocommit_before:  # SET autocommit=1 commits the open transaction
-            await self._commit_session(st, ws)
+        await self._after_surface(kind, autocommit_before, st, ws)
         return result
+
+    def start(self, sql: str, st: SessionState, ws: WriteSession) -> Done | Statement:
+        """The part of `execute` that needs no wait, shared with the command fast path (server/fast_commands.py):
+        DML is checked, turned into events and its commit started; transaction control and SET that the SQL surface
+        answers from the session alone are answered. Anything else comes back classified, untouched, for `execute`.
+        Raises SqlError (nothing logged) as `execute` does. Not for PREPARE / EXECUTE (the caller routes them)."""
+        try:
+            stmt = classify(sql, st.database)
+            kind = stmt.kind
+            if kind is Kind.DML:
+                if stmt.plan is not None:
+                    self._check_dml(stmt.plan, st)
+                group = self._dml(stmt, st, ws)
+                st.diagnostics = []  # a statement that uses a table resets SHOW WARNINGS
+                return Done(Ok(), None if group is None else self.commit_nowait([group]))
+        except SqlError as e:
+            note_error(st, e)
+            raise
+        if not _in_memory(kind, sql) or (kind is Kind.BEGIN and ws.in_trx):
+            return stmt  # (BEGIN with an open transaction: its implicit commit is waited for before BEGIN runs)
+        if kind is Kind.BEGIN:
+            st.in_transaction = False  # the implicit commit (nothing to write: no open transaction)
+        autocommit_before = st.autocommit
+        result = execute(sql, st, self.view)
+        group = self._ends_transaction(kind, autocommit_before, st, ws)
+        return Done(result, None if group is None else self.commit_nowait([group]))
+
+    async def _after_surface(self, kind: Kind, autocommit_before: bool, st: SessionState, ws: WriteSession) -> None:
+        group = self._ends_transaction(kind, autocommit_before, st, ws)
+        if group is not None:
+            await self.commit([group])
+
+    def _ends_transaction(self, kind: Kind, autocommit_before: bool, st: SessionState,
+                          ws: WriteSession) -> Group | None:
+        """After the SQL surface ran a statement: the open transaction to commit (COMMIT, SET autocommit=1), or
+        dropped (ROLLBACK)."""
+        if kind is Kind.COMMIT or (kind is not Kind.ROLLBACK and st.autocommit and not autocommit_before):
+            return ws.take(self._now(st), st.skip_replication)
+        if kind is Kind.ROLLBACK:
+            ws.discard()
+        return None
 
     async def _sql_prepared(self, sql: str, st: SessionState, ws: WriteSession) -> ResultSet | Ok:
         """PREPARE / EXECUTE / DEALLOCATE PREPARE (server/standalone/prepared.py): EXECUTE runs the statement with
@@ -423,22 +487,24 @@ class StandaloneSource:
                             auto_increment=AutoIncrement(inc, off) if (inc, off) != (1, 1) else None,
                             time_zone=time_zone, hrnow=round(now * 1_000_000) % 1_000_000 if clock else None)
 
-    async def _dml(self, stmt: Statement, st: SessionState, ws: WriteSession) -> Ok:
+    def _dml(self, stmt: Statement, st: SessionState, ws: WriteSession) -> Group | None:
+        """A checked DML statement: its group to commit (autocommit), or buffered in the open transaction."""
         query_id = next(self._query_ids)
         in_trx = st.in_transaction or not st.autocommit
+        group = None
         if st.sql_log_bin:
             ev = self._statement(stmt, st, ws, query_id)
             events = ev.events(self.tables_info)
             if in_trx:
                 ws.add(events, query_id, ev.sql)
             else:
-                await self.commit([Group(ddl=False, events=events, timestamp=ev.timestamp,
-                                         skip=st.skip_replication, xid=query_id, info=[ev.sql])])
+                group = Group(ddl=False, events=events, timestamp=ev.timestamp, skip=st.skip_replication,
+                              xid=query_id, info=[ev.sql])
         if _is_insert(stmt.sql):
             ws.last_insert_id = None  # an auto-increment id may have been generated: unknowable here
         if in_trx:
             st.in_transaction = True  # autocommit=0: the statement opened a transaction (the 1929 rule)
-        return Ok()
+        return group
 
     async def _ddl(self, stmt: Statement, st: SessionState, ws: WriteSession) -> Ok:
         groups: list[Group] = []
