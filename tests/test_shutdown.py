@@ -55,3 +55,21 @@ def test_shutdown_closes_idle_and_dumping_clients_without_a_packet(mariadb: Any,
         assert cap.packets and all(p.payload[:1] == b"\x00" for p in cap.packets), name
         assert [p.seq for p in cap.packets] == list(range(1, len(cap.packets) + 1)), name
     assert "connection" in server.log_text() and "closed: server shutdown" in server.log_text()
+
+
+def test_shutdown_closes_a_standalone_writer_without_a_packet(binlogd: Any, harness_dir: Any) -> None:
+    """A writing client of the standalone primary (served by the fast command path after its first INSERT) is
+    closed the same way."""
+    server = binlogd(["--datadir", str(harness_dir / "d"), "--server-id", "1"])
+    conn = pymysql.connect(host="127.0.0.1", port=server.port, user="root", autocommit=True)
+    conn.query("CREATE DATABASE s")
+    conn.query("CREATE TABLE s.t (id INT PRIMARY KEY)")
+    conn.query("INSERT INTO s.t VALUES (1)")
+    sock = conn._sock  # type: ignore[attr-defined]
+    server.stop()
+    sock.settimeout(15)
+    got = b""
+    while chunk := sock.recv(65536):
+        got += chunk
+    assert got == b""
+    assert "closed: server shutdown" in server.log_text()
