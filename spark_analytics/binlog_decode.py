@@ -78,23 +78,51 @@ class WalkEnd:
 
 
 def walk(buf: Any, start: int, stop: int, out: WalkEnd) -> np.ndarray:
-    """Starts of the whole events in buf[start:stop): the one sequential step (a length read per event)."""
-    unpack = _LEN.unpack_from
+    """Starts of the whole events in buf[start:stop): the one sequential step (a length read per event). The length
+    at offset q is read from one of four 32-bit views of the buffer (the one aligned with q): an index, not a
+    struct call, per event."""
+    mv = memoryview(buf)
+    size = len(mv)
+    views = [mv[a : a + (size - a) // 4 * 4].cast("I") for a in range(4)]
+    if struct.pack("=I", 1) != struct.pack("<I", 1):  # pragma: no cover - a big-endian machine
+        views = []
     starts: list[int] = []
     add = starts.append
+    unpack = _LEN.unpack_from
     p = start
     last = stop - HEADER_LEN
-    while p <= last:
-        length = unpack(buf, p + 9)[0]
-        if length < HEADER_LEN:
-            out.error = f"bogus event length {length} at {p}"
-            break
-        if p + length > stop:
-            break
-        add(p)
-        p += length
+    try:
+        while p <= last:
+            q = p + 9
+            length = views[q & 3][q >> 2] if views else unpack(buf, q)[0]
+            if length < HEADER_LEN:
+                out.error = f"bogus event length {length} at {p}"
+                break
+            if p + length > stop:
+                break
+            add(p)
+            p += length
+    finally:
+        for v in views:
+            v.release()
+        mv.release()
     out.end = p
     return np.fromiter(starts, dtype=np.int64, count=len(starts))
+
+
+def gather(arr: np.ndarray, offs: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each offset, one row each (contiguous); an offset whose bytes pass the buffer's end
+    reads them clipped to its last byte. Rows of a sliding window view: no index matrix is built."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    last = len(arr) - width
+    if last < 0:
+        return arr[np.clip(offs[:, None] + np.arange(width, dtype=np.int64), 0, max(len(arr) - 1, 0))]
+    out = sliding_window_view(arr, width)[np.clip(offs, 0, last)]
+    far = np.flatnonzero((offs > last) | (offs < 0))
+    if len(far):
+        out[far] = arr[np.clip(offs[far, None] + np.arange(width, dtype=np.int64), 0, len(arr) - 1)]
+    return out
 
 
 def fde_crc_len(buf: Any, p: int, end: int) -> int:
@@ -138,12 +166,10 @@ class RangeDecoder:
         self.trx_carried: str | None = None  # trx of the group still open at the previous chunk's end
 
     def _headers(self, starts: np.ndarray) -> np.ndarray:
-        idx = starts[:, None] + np.arange(HEADER_LEN, dtype=np.int64)
-        return np.ascontiguousarray(self.arr[idx]).view(HEADER_DTYPE).reshape(-1)
+        return gather(self.arr, starts, HEADER_LEN).view(HEADER_DTYPE).reshape(-1)
 
     def _u32_at(self, offs: np.ndarray) -> np.ndarray:
-        idx = offs[:, None] + np.arange(4, dtype=np.int64)
-        return np.ascontiguousarray(self.arr[idx]).view("<u4").reshape(-1)
+        return gather(self.arr, offs, 4).view("<u4").reshape(-1)
 
     def _crcs(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """CRC32 valid, per event (events with checksums, ascending): each stretch of events back to back is checked
@@ -198,8 +224,7 @@ class RangeDecoder:
         # GTID fields, gathered from the bodies
         is_gtid = (types == GTID_EVENT) & (lengths >= HEADER_LEN + 13)
         g_idx = np.flatnonzero(is_gtid)
-        g = np.ascontiguousarray(arr[(starts[g_idx] + HEADER_LEN)[:, None] + np.arange(13, dtype=np.int64)]
-                                 ).view(GTID_BODY_DTYPE).reshape(-1)
+        g = gather(arr, starts[g_idx] + HEADER_LEN, 13).view(GTID_BODY_DTYPE).reshape(-1)
         gd = np.zeros(n, dtype=np.int64)
         gq = np.zeros(n, dtype=np.int64)
         gst = np.zeros(n, dtype=bool)
@@ -284,8 +309,7 @@ class RangeDecoder:
         n_txt = stop - at
         ok &= n_txt >= 0
         w = 11
-        idx = np.clip(at[:, None] + np.arange(w, dtype=np.int64), 0, len(arr) - 1)
-        head = arr[idx]
+        head = gather(arr, at, w)
         valid = np.arange(w)[None, :] < n_txt[:, None]
         head = np.where(valid, head, 0)
 
