@@ -35,7 +35,18 @@ from binlogd.protocol.constants import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
 )
+from binlogd.protocol.dump_runs import crcs_ok
 from binlogd.protocol.groups import PART_OF_GROUP
+
+from .binlog_groups import (
+    CODE_BAD_GTID,
+    CODE_BEGIN,
+    CODE_END,
+    CODE_GTID,
+    CODE_GTID_STANDALONE,
+    CODE_OTHER,
+    vector_groups,
+)
 
 _LEN = struct.Struct("<I")
 HEADER_DTYPE = np.dtype([("ts", "<u4"), ("type", "u1"), ("sid", "<u4"), ("len", "<u4"), ("log_pos", "<u4"),
@@ -67,23 +78,51 @@ class WalkEnd:
 
 
 def walk(buf: Any, start: int, stop: int, out: WalkEnd) -> np.ndarray:
-    """Starts of the whole events in buf[start:stop): the one sequential step (a length read per event)."""
-    unpack = _LEN.unpack_from
+    """Starts of the whole events in buf[start:stop): the one sequential step (a length read per event). The length
+    at offset q is read from one of four 32-bit views of the buffer (the one aligned with q): an index, not a
+    struct call, per event."""
+    mv = memoryview(buf)
+    size = len(mv)
+    views = [mv[a : a + (size - a) // 4 * 4].cast("I") for a in range(4)]
+    if struct.pack("=I", 1) != struct.pack("<I", 1):  # pragma: no cover - a big-endian machine
+        views = []
     starts: list[int] = []
     add = starts.append
+    unpack = _LEN.unpack_from
     p = start
     last = stop - HEADER_LEN
-    while p <= last:
-        length = unpack(buf, p + 9)[0]
-        if length < HEADER_LEN:
-            out.error = f"bogus event length {length} at {p}"
-            break
-        if p + length > stop:
-            break
-        add(p)
-        p += length
+    try:
+        while p <= last:
+            q = p + 9
+            length = views[q & 3][q >> 2] if views else unpack(buf, q)[0]
+            if length < HEADER_LEN:
+                out.error = f"bogus event length {length} at {p}"
+                break
+            if p + length > stop:
+                break
+            add(p)
+            p += length
+    finally:
+        for v in views:
+            v.release()
+        mv.release()
     out.end = p
     return np.fromiter(starts, dtype=np.int64, count=len(starts))
+
+
+def gather(arr: np.ndarray, offs: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each offset, one row each (contiguous); an offset whose bytes pass the buffer's end
+    reads them clipped to its last byte. Rows of a sliding window view: no index matrix is built."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    last = len(arr) - width
+    if last < 0:
+        return arr[np.clip(offs[:, None] + np.arange(width, dtype=np.int64), 0, max(len(arr) - 1, 0))]
+    out = sliding_window_view(arr, width)[np.clip(offs, 0, last)]
+    far = np.flatnonzero((offs > last) | (offs < 0))
+    if len(far):
+        out[far] = arr[np.clip(offs[far, None] + np.arange(width, dtype=np.int64), 0, len(arr) - 1)]
+    return out
 
 
 def fde_crc_len(buf: Any, p: int, end: int) -> int:
@@ -127,12 +166,27 @@ class RangeDecoder:
         self.trx_carried: str | None = None  # trx of the group still open at the previous chunk's end
 
     def _headers(self, starts: np.ndarray) -> np.ndarray:
-        idx = starts[:, None] + np.arange(HEADER_LEN, dtype=np.int64)
-        return np.ascontiguousarray(self.arr[idx]).view(HEADER_DTYPE).reshape(-1)
+        return gather(self.arr, starts, HEADER_LEN).view(HEADER_DTYPE).reshape(-1)
 
     def _u32_at(self, offs: np.ndarray) -> np.ndarray:
-        idx = offs[:, None] + np.arange(4, dtype=np.int64)
-        return np.ascontiguousarray(self.arr[idx]).view("<u4").reshape(-1)
+        return gather(self.arr, offs, 4).view("<u4").reshape(-1)
+
+    def _crcs(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """CRC32 valid, per event (events with checksums, ascending): each stretch of events back to back is checked
+        whole with protocol/dump_runs.py's two zlib calls (CRC32's linearity); only a stretch that fails is checked
+        event by event, to name its bad events."""
+        ok = np.ones(len(starts), dtype=bool)
+        mv = memoryview(self.buf)
+        cuts = np.flatnonzero(starts[1:] != ends[:-1]) + 1  # an FDE or an event without checksum between them
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(starts)], strict=True):
+            base = int(starts[a])
+            if crcs_ok(mv[base : int(ends[b - 1])], ends[a:b] - base):
+                continue
+            crc32 = zlib.crc32
+            computed = np.array([crc32(mv[s:e]) for s, e in zip(starts[a:b].tolist(), (ends[a:b] - 4).tolist(),
+                                                                strict=True)], dtype=np.uint32)
+            ok[a:b] = computed == self._u32_at(ends[a:b] - 4)
+        return ok
 
     def decode(self, starts: np.ndarray) -> tuple[Any, list[Any]]:
         """The schema and columns of one batch for the events at `starts` (consecutive whole events); the
@@ -164,17 +218,13 @@ class RangeDecoder:
         has_crc = (crc_len > 0) | is_fde
         sel = np.flatnonzero((crc_len > 0) & ~is_fde)
         if len(sel):
-            mv, crc32 = memoryview(buf), zlib.crc32
-            computed = np.array([crc32(mv[a:b]) for a, b in zip(starts[sel].tolist(), (ends[sel] - 4).tolist(),
-                                                                strict=True)], dtype=np.uint32)
-            crc[sel] = computed == self._u32_at(ends[sel] - 4)
+            crc[sel] = self._crcs(starts[sel], ends[sel])
         for i in fde_idx:
             crc[i] = crc_ok(buf[int(starts[i]) : int(ends[i])])
         # GTID fields, gathered from the bodies
         is_gtid = (types == GTID_EVENT) & (lengths >= HEADER_LEN + 13)
         g_idx = np.flatnonzero(is_gtid)
-        g = np.ascontiguousarray(arr[(starts[g_idx] + HEADER_LEN)[:, None] + np.arange(13, dtype=np.int64)]
-                                 ).view(GTID_BODY_DTYPE).reshape(-1)
+        g = gather(arr, starts[g_idx] + HEADER_LEN, 13).view(GTID_BODY_DTYPE).reshape(-1)
         gd = np.zeros(n, dtype=np.int64)
         gq = np.zeros(n, dtype=np.int64)
         gst = np.zeros(n, dtype=bool)
@@ -194,12 +244,18 @@ class RangeDecoder:
                 stmt[i] = text(buf[st_l[i] + HEADER_LEN : en_l[i] - cl_l[i]])
         # groups: trx per event (GTID `d-s-n` of its group, else `file#pos` of the group's first event)
         gid, group_end = self._groups(types, flags, starts, ends, crc_len, is_query, is_gtid, gst)
-        gtid_key = pc.binary_join_element_wise(pa.array(gd).cast(pa.string()), pa.array(sids).cast(pa.string()),
-                                               pa.array(gq).cast(pa.string()), "-")
-        pos_key = pc.binary_join_element_wise(pa.scalar(self.name), pa.array(starts).cast(pa.string()), "#")
-        keys = pa.concat_arrays([pc.if_else(pa.array(is_gtid), gtid_key, pos_key),
+        # the key is built once per group, at its first event, and taken for every event of the group
+        heads = np.flatnonzero(gid == np.arange(n))
+        h_gtid = pa.array(is_gtid[heads])
+        gtid_key = pc.binary_join_element_wise(pa.array(gd[heads]).cast(pa.string()),
+                                               pa.array(sids[heads]).cast(pa.string()),
+                                               pa.array(gq[heads]).cast(pa.string()), "-")
+        pos_key = pc.binary_join_element_wise(pa.scalar(self.name), pa.array(starts[heads]).cast(pa.string()), "#")
+        keys = pa.concat_arrays([pc.if_else(h_gtid, gtid_key, pos_key),
                                  pa.array([self.trx_carried, None], pa.string())])
-        trx = pc.take(keys, pa.array(np.where(gid == -1, n, np.where(gid == -2, n + 1, gid))))
+        m = len(heads)
+        trx = pc.take(keys, pa.array(np.where(gid == -1, m, np.where(gid == -2, m + 1,
+                                                                     np.searchsorted(heads, gid)))))
         last = int(gid[-1]) if n else -1
         self.trx_carried = (None if last == -2 or group_end[-1] else
                             self.trx_carried if last == -1 else trx[n - 1].as_py())
@@ -253,8 +309,7 @@ class RangeDecoder:
         n_txt = stop - at
         ok &= n_txt >= 0
         w = 11
-        idx = np.clip(at[:, None] + np.arange(w, dtype=np.int64), 0, len(arr) - 1)
-        head = arr[idx]
+        head = gather(arr, at, w)
         valid = np.arange(w)[None, :] < n_txt[:, None]
         head = np.where(valid, head, 0)
 
@@ -273,43 +328,18 @@ class RangeDecoder:
         """protocol/groups.py's state machine over the chunk, on integer codes: per event the index of its group's
         first event (-1: a group carried from the previous chunk, -2: none) and `group_end`."""
         n = len(types)
-        code = np.zeros(n, dtype=np.int8)  # 0 other
+        code = np.full(n, CODE_OTHER, dtype=np.int8)
         q = np.flatnonzero(is_query)
         begin, end = self._query_words(starts, ends, crc_len, q)
-        code[np.isin(types, (XID_EVENT, XA_PREPARE_LOG_EVENT))] = 4
-        code[q[end]] = 4  # ends a transaction
-        code[q[begin]] = 3  # BEGIN
-        code[(types == GTID_EVENT) & ~is_gtid] = 6  # too short: groups.py raises, it ends its group
-        code[is_gtid & ~standalone] = 1
-        code[is_gtid & standalone] = 2
-        cont = (_PART_OF_GROUP[types] | ((flags & LOG_EVENT_IGNORABLE_F) != 0)).tolist()  # stays in a standalone
-        gid = [0] * n
-        gend = [False] * n
-        state = self.state  # 0 outside, 1 standalone group, 2 transaction
-        cur = -1 if self.trx_carried is not None else -2
-        for i, c in enumerate(code.tolist()):
-            if c == 1 or c == 2:
-                cur = i
-                gid[i] = i
-                state = 2 if c == 1 else 1
-                continue
-            if state == 0:
-                gid[i] = i
-                if c == 3:
-                    cur = i
-                    state = 2
-                else:
-                    gend[i] = True
-                    cur = -2
-                continue
-            gid[i] = cur
-            if c == 6 or (state == 1 and not cont[i]) or (state == 2 and c == 4):
-                gend[i] = True
-                cur = -2
-                if c != 6:
-                    state = 0
-        self.state = state
-        return np.array(gid, dtype=np.int64), np.array(gend, dtype=bool)
+        code[np.isin(types, (XID_EVENT, XA_PREPARE_LOG_EVENT))] = CODE_END
+        code[q[end]] = CODE_END  # ends a transaction
+        code[q[begin]] = CODE_BEGIN
+        code[(types == GTID_EVENT) & ~is_gtid] = CODE_BAD_GTID  # too short: groups.py raises, it ends its group
+        code[is_gtid & ~standalone] = CODE_GTID
+        code[is_gtid & standalone] = CODE_GTID_STANDALONE
+        cont = _PART_OF_GROUP[types] | ((flags & LOG_EVENT_IGNORABLE_F) != 0)  # stays in a standalone group
+        gid, gend, self.state = vector_groups(code, cont, self.state, self.trx_carried is not None)
+        return gid, gend
 
 
 def _repeat(value: str, n: int) -> Any:

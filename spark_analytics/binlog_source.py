@@ -36,7 +36,7 @@ from binlogd.protocol.constants import (
     ROTATE_EVENT,
 )
 
-from .binlog_decode import HEADER_DTYPE, RangeStart, WalkEnd, decode_range, fde_crc_len, text, walk
+from .binlog_decode import HEADER_DTYPE, RangeStart, WalkEnd, decode_range, fde_crc_len, gather, text, walk
 
 _HEADER = struct.Struct("<IBIIIH")
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
@@ -137,8 +137,7 @@ def plan_splits(path: Path, file_index: int, source_file: str | None, split_byte
             return [whole]
         starts = walk(buf, 4, size, WalkEnd())
         arr = np.frombuffer(buf, dtype=np.uint8)
-        idx = starts[:, None] + np.arange(HEADER_LEN, dtype=np.int64)
-        h = np.ascontiguousarray(arr[idx]).view(HEADER_DTYPE).reshape(-1)
+        h = gather(arr, starts, HEADER_LEN).view(HEADER_DTYPE).reshape(-1)
         types, flags, lengths = h["type"], h["flags"], h["len"].astype(np.int64)
         gtids = starts[types == GTID_EVENT]
         fdes = np.flatnonzero(types == FORMAT_DESCRIPTION_EVENT)

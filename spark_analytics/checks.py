@@ -138,8 +138,10 @@ def load_connections(data: AuditData) -> list[tuple]:
     F = _F()
     L = data.ledger
     out: list[tuple] = []
-    conn_rows = L.filter(F.col("r") == "conn").orderBy("seq").collect()
-    close_rows = L.filter(F.col("r") == "close").orderBy("seq").collect()
+    # one job for the conn and close records, one for what the ev records say per connection
+    rows = L.filter(F.col("r").isin("conn", "close")).orderBy("seq").collect()
+    conn_rows = [r for r in rows if r.r == "conn"]
+    close_rows = [r for r in rows if r.r == "close"]
     seen: dict[int, Connection] = {}
     for r in conn_rows:
         if r.conn in seen:
@@ -169,9 +171,10 @@ def load_connections(data: AuditData) -> list[tuple]:
         closed.add(r.conn)
         c.end_file, c.end_pos, c.reason, c.close_events = r.file, r.pos, r.reason, r.events
     # connections without a close record end where their records end
-    last = (L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
-            .groupBy("conn").agg(F.max_by(F.struct("file", "end"), "seq").alias("last")).collect())
-    last_by = {r.conn: r["last"] for r in last}
+    per_conn = (L.filter(F.col("r") == "ev").groupBy("conn").agg(
+        F.max_by(F.struct("file", "end"), F.when(F.col("action").isin("sent", *FILTERED), F.col("seq")))
+        .alias("last")).collect())
+    last_by = {r.conn: r["last"] for r in per_conn if r["last"] is not None}
     for c in seen.values():
         if c.reason is None:
             lr = last_by.get(c.conn)
@@ -179,8 +182,7 @@ def load_connections(data: AuditData) -> list[tuple]:
             out.append(finding(10, "warning", c.conn, c.end_file, c.end_pos,
                                "no close record: the dump was still running or binlogd stopped abruptly; "
                                "audited up to its last record"))
-    orphans = (L.filter(F.col("r") == "ev").select("conn").distinct().collect())
-    for r in orphans:
+    for r in per_conn:
         if r.conn not in seen:
             out.append(finding(10, "error", r.conn, None, None, f"ev records of connection {r.conn}, which has no "
                                                                 "conn record"))

@@ -165,3 +165,41 @@ def test_spark_partitions_by_offset(files: dict[str, Path], tmp_path: Path) -> N
     assert one.select(*cols).orderBy("start").collect() == many.select(*cols).orderBy("start").collect()
     with pytest.raises(Exception, match="split_bytes"):
         spark.read.format("binlog").option("split_bytes", "lots").load(str(d)).count()
+
+
+def test_groups_match_protocol_group_tracker(files: dict[str, Path]) -> None:
+    """`group_end` per event equals protocol/groups.py's own GroupTracker fed event by event (independent of the
+    vectorised state machine), and every event of a group carries its group's trx."""
+    from binlogd.protocol.groups import GroupTracker
+
+    for kind, path in files.items():
+        data = path.read_bytes()
+        t = whole(path)
+        tracker = GroupTracker()
+        crc_len = 0 if kind == "none" else 4
+        expected = [tracker.feed(data, s, s + n, crc_len) for s, n, _, _ in file_events(path)]
+        assert t["group_end"].to_pylist() == expected, kind
+        trx = t["trx"].to_pylist()
+        opened = [0, *[i + 1 for i, e in enumerate(expected[:-1]) if e]]
+        for a in opened:  # a group's events share its first event's trx
+            b = expected.index(True, a)
+            assert len(set(trx[a : b + 1])) == 1, (kind, a)
+
+
+_CODES = st.lists(st.tuples(st.sampled_from([0, 0, 0, 1, 1, 2, 3, 4, 4, 6]), st.booleans()), max_size=80)
+
+
+@settings(max_examples=400, deadline=None)
+@given(events=_CODES, state=st.sampled_from([0, 1, 2]), carried=st.booleans(), cut=st.integers(0, 80))
+def test_vector_groups_equal_the_state_machine(events: list[tuple[int, bool]], state: int, carried: bool,
+                                               cut: int) -> None:
+    """The numpy state machine gives the loop's answer for any codes (also split into two chunks)."""
+    import numpy as np
+    from binlogd.spark_analytics.binlog_groups import vector_groups, walk_groups
+
+    code = np.array([c for c, _ in events], dtype=np.int8)
+    cont = np.array([k for _, k in events], dtype=bool)
+    for a, b in ((0, len(code)), (0, min(cut, len(code))), (min(cut, len(code)), len(code))):
+        want = walk_groups(code[a:b], cont[a:b], state, carried)
+        got = vector_groups(code[a:b], cont[a:b], state, carried)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist() and got[2] == want[2]
