@@ -6,49 +6,17 @@ reordering a group (server/standalone/source.py)."""
 from __future__ import annotations
 
 import socket
-import struct
 import threading
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import pytest
 from binlogd.protocol.binlog_file import scan
 from binlogd.protocol.constants import GTID_EVENT, QUERY_EVENT
 from binlogd.protocol.events import parse_event
 from binlogd.server import event_loop
 
-TIMEOUT = 20
-
-
-def start(binlogd: Any, datadir: Path, *extra: str) -> Any:
-    return binlogd(["--datadir", str(datadir), "--no-ledger", *extra])
-
-
-def connect(server: Any, **kw: Any) -> pymysql.connections.Connection:  # type: ignore[type-arg]
-    return pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=True,
-                           read_timeout=TIMEOUT, **kw)
-
-
-def packet(payload: bytes, seq: int = 0) -> bytes:
-    return struct.pack("<I", len(payload) | seq << 24) + payload
-
-
-def read_packet(sock: socket.socket) -> tuple[int, bytes]:
-    """(sequence id, payload) of the next packet the server sends."""
-    head = _exactly(sock, 4)
-    word = int.from_bytes(head, "little")
-    return word >> 24, _exactly(sock, word & 0xFFFFFF)
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError(f"closed after {len(out)} of {n} bytes")
-        out += chunk
-    return out
+from tests.standalone_client import TIMEOUT, connect, packet, read_packet, start
 
 
 def logged(datadir: Path) -> list[tuple[int, Any]]:

@@ -27,10 +27,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from binlogd.testing import find_binary
+from tests.standalone_client import TIMEOUT, connect, packet, read_packet, start
 from tests.test_standalone_fast_path import SESSION_SETS, shapes
 from tests.test_standalone_fast_path import SETUP as FAST_PATH_SETUP
 
-TIMEOUT = 20
 STAMP = 1_700_000_000
 
 SESSION = [  # one pymysql session: the fast path's statements, its errors, and statements it hands back
@@ -96,35 +96,6 @@ BURST = [  # (command byte, text) in one TCP segment
     (0x03, "DELETE FROM"),
     (0x03, "INSERT INTO d.t VALUES (22, 'last', 3)"),
 ]
-
-
-def start(binlogd: Any, datadir: Path, *extra: str) -> Any:
-    return binlogd(["--datadir", str(datadir), "--no-ledger", *extra])
-
-
-def connect(server: Any, **kw: Any) -> pymysql.connections.Connection:  # type: ignore[type-arg]
-    return pymysql.connect(host=server.host, port=server.port, user="root", password="", autocommit=True,
-                           read_timeout=TIMEOUT, **kw)
-
-
-def packet(payload: bytes, seq: int = 0) -> bytes:
-    return struct.pack("<I", len(payload) | seq << 24) + payload
-
-
-def read_packet(sock: socket.socket) -> tuple[int, bytes]:
-    head = _exactly(sock, 4)
-    word = int.from_bytes(head, "little")
-    return word >> 24, _exactly(sock, word & 0xFFFFFF)
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError(f"closed after {len(out)} of {n} bytes")
-        out += chunk
-    return out
 
 
 def _until_quiet(sock: socket.socket, quiet: float = 1.0) -> bytes:
