@@ -111,6 +111,7 @@ def _audit(sc: Scenario, out: Path, master: str) -> tuple[int, dict, str]:
     return r.returncode, summary, r.stdout + r.stderr
 
 
+@pytest.mark.timeout(900)  # two whole audits in a row (cluster, then local[2]): 139 s on CI, 300 s under heavy load
 def test_standalone_cluster_gives_the_local_summary(cluster: str, scenario: Scenario, tmp_path: Path) -> None:
     rc_c, on_cluster, out_c = _audit(scenario, tmp_path / "cluster", cluster)
     assert rc_c == 0, out_c
