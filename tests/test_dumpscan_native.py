@@ -36,11 +36,10 @@ from binlogd.protocol.dump_runs import EventRun, scan_packets, scan_packets_py
 from binlogd.protocol.events import build_event, iter_binlog
 from binlogd.protocol.groups import GroupTracker
 from binlogd.protocol.packets import frame
-from binlogd.server.binlog_writer import BinlogWriter
-from binlogd.server.relay.status import RelayStatus
 from binlogd.server.relay.storage import RelayError, RelayStorage
 
 from tests.oracle_data import oracle_dir
+from tests.test_relay_runs import _storage
 
 BIG = (1 << 24) - 1  # a packet of this payload is followed by another part
 
@@ -272,14 +271,6 @@ def test_scan_stops_where_the_python_scan_stops(crc_file_events: list[bytes]) ->
                     py.run.data, py.run.ends.tolist(), py.packets, py.used), (why, crc, start)
     assert scan_packets(base[:at], 1, True).packets == 50
     assert scan_packets(base, 2, True).run is None  # the first packet is out of sequence
-
-
-def _storage(tmp: Path, sub: str) -> RelayStorage:
-    w = BinlogWriter(tmp / sub, "mysql-bin")
-    w.recover()
-    st = RelayStorage(w, RelayStatus("h", 1, "u", 1, 1.0))
-    st.begin(1)
-    return st
 
 
 def _summary(st: RelayStorage) -> tuple[object, ...]:
