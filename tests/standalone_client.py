@@ -22,6 +22,15 @@ def connect(server: Any, **kw: Any) -> pymysql.connections.Connection:  # type: 
                            read_timeout=TIMEOUT, **kw)
 
 
+def with_table(server: Any, columns: str = "a INT") -> pymysql.connections.Connection:  # type: ignore[type-arg]
+    """A client of `server` that has created database d and table d.t (`columns`), the tests' common start."""
+    conn = connect(server)
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE d")
+        cur.execute(f"CREATE TABLE d.t ({columns})")
+    return conn
+
+
 def packet(payload: bytes, seq: int = 0) -> bytes:
     return struct.pack("<I", len(payload) | seq << 24) + payload
 

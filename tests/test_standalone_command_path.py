@@ -16,7 +16,7 @@ from binlogd.protocol.constants import GTID_EVENT, QUERY_EVENT
 from binlogd.protocol.events import parse_event
 from binlogd.server import event_loop
 
-from tests.standalone_client import TIMEOUT, connect, packet, read_packet, start
+from tests.standalone_client import TIMEOUT, connect, packet, read_packet, start, with_table
 
 
 def logged(datadir: Path) -> list[tuple[int, Any]]:
@@ -40,10 +40,7 @@ def test_pipelined_statements_get_their_oks_in_order(binlogd: Any, tmp_path: Pat
     buffer; each gets one OK with sequence id 1, and the binlog holds them once each, in order."""
     server = start(binlogd, tmp_path / "data", "--event-loop", loop)
     assert f"event loop: {loop}" in server.log_text()
-    conn = connect(server)
-    with conn.cursor() as cur:
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (a INT)")
+    conn = with_table(server)
     sqls = [f"INSERT INTO d.t VALUES ({i})" for i in range(5)]
     sock: socket.socket = conn._sock  # type: ignore[attr-defined]
     sock.sendall(b"".join(packet(b"\x03" + s.encode()) for s in sqls))
@@ -60,10 +57,7 @@ def test_bad_framing_inside_a_burst_is_answered_as_before(binlogd: Any, tmp_path
     """A good INSERT followed, in the same segment, by a packet with a wrong sequence id: the INSERT is logged and
     answered, the bad packet gets MariaDB's 1156 and the connection ends; nothing else is logged."""
     server = start(binlogd, tmp_path / "data")
-    conn = connect(server)
-    with conn.cursor() as cur:
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (a INT)")
+    conn = with_table(server)
     sock: socket.socket = conn._sock  # type: ignore[attr-defined]
     sock.sendall(packet(b"\x03INSERT INTO d.t VALUES (1)") + packet(b"\x03INSERT INTO d.t VALUES (2)", seq=5))
     seq, ok = read_packet(sock)
@@ -85,10 +79,7 @@ def test_sync0_appends_and_rotations_keep_every_group_in_gtid_order(binlogd: Any
     files, and each file but the last ended at the size limit."""
     datadir = tmp_path / "data"
     server = start(binlogd, datadir, "--sync-binlog", "0", "--max-binlog-size", "4096")
-    conn = connect(server)
-    with conn.cursor() as cur:
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (w INT, i INT)")
+    conn = with_table(server, "w INT, i INT")
     conn.close()
     errors: list[str] = []
 

@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from binlogd.testing import find_binary
-from tests.standalone_client import TIMEOUT, connect, packet, read_packet, start
+from tests.standalone_client import TIMEOUT, connect, packet, read_packet, start, with_table
 from tests.test_standalone_fast_path import SESSION_SETS, shapes
 from tests.test_standalone_fast_path import SETUP as FAST_PATH_SETUP
 
@@ -211,10 +211,7 @@ def test_a_peer_that_vanishes_mid_burst(binlogd: Any, tmp_path: Path) -> None:
     """Three INSERTs and half of a fourth, then the client is gone: the three whole ones are logged, the torn one is
     not, and the server serves on."""
     server = start(binlogd, tmp_path / "data")
-    conn = connect(server)
-    with conn.cursor() as cur:
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (a INT)")
+    conn = with_table(server)
     sock: socket.socket = conn._sock  # type: ignore[attr-defined]
     torn = packet(b"\x03INSERT INTO d.t VALUES (4)")
     sock.sendall(b"".join(packet(b"\x03INSERT INTO d.t VALUES (%d)" % i) for i in range(1, 4)) + torn[:12])
@@ -236,10 +233,7 @@ def test_a_half_close_behind_a_burst_with_a_handed_back_statement(binlogd: Any, 
     command is answered in order and the server then closes the connection (the end of file is not lost between the
     two paths)."""
     server = start(binlogd, tmp_path / "data")
-    conn = connect(server)
-    with conn.cursor() as cur:
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (a INT)")
+    conn = with_table(server)
     sock: socket.socket = conn._sock  # type: ignore[attr-defined]
     sqls = ["INSERT INTO d.t VALUES (1)", "SELECT 7", "INSERT INTO d.t VALUES (2)", "INSERT INTO d.t VALUES (3)"]
     sock.sendall(b"".join(packet(b"\x03" + s.encode()) for s in sqls))
@@ -265,10 +259,7 @@ def test_a_client_that_does_not_read_its_answers(binlogd: Any, tmp_path: Path) -
     fills, the stream path takes over until the client reads; every statement gets its answer, in order, and each
     INSERT is logged once."""
     server = start(binlogd, tmp_path / "data", "--log-level", "DEBUG")
-    conn = connect(server)
-    with conn.cursor() as cur:
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (a INT)")
+    conn = with_table(server)
     sock: socket.socket = conn._sock  # type: ignore[attr-defined]
     n = 60_000
     missing = b"m" * 64 + b"." + b"n" * 64
@@ -298,10 +289,7 @@ def test_commits_that_wait_hold_the_packets_behind_them(binlogd: Any, tmp_path: 
     (with a SET and an error among them; the first writer half-closes its socket right behind them): the answers
     come in order, one per command, and the binlog holds each writer's statements once, in its order."""
     server = start(binlogd, tmp_path / "data", "--sync-binlog", "1", "--event-loop", loop)
-    conn = connect(server)
-    with conn.cursor() as cur:
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (w INT, i INT)")
+    conn = with_table(server, "w INT, i INT")
     conn.close()
     results: dict[int, list[tuple[int, int]]] = {}
 
