@@ -76,11 +76,11 @@ class BinlogdServer(MysqlServer):
 
     def __init__(self, primary: Primary, identity_provider: BinlogdIdentityProvider, max_connections: int,
                  faults: FaultFile | None = None, ssl: SSLContext | None = None,
-                 require_secure_transport: bool = False) -> None:
+                 require_secure_transport: bool = False, fast_path: bool = True) -> None:
         super().__init__(session_factory=lambda: ReplicationSession(primary), identity_provider=identity_provider,
                          ssl=ssl)
         self.require_secure_transport = require_secure_transport
-        self.fast_path = True  # ServeConfig.fast_path
+        self.fast_path = fast_path  # ServeConfig.fast_path (--command-path)
         self.primary = primary
         self.faults = faults
         self.max_connections = max_connections
@@ -290,8 +290,8 @@ async def _run(cfg: ServeConfig, store: BinlogStore, relay: UpstreamRelay | None
                     cfg.faults_file)
     expirer = start_expiry(primary, relay, standalone, ledger, cfg.binlog_expire_logs_seconds,
                            cfg.ledger_retention_seconds)
-    server = BinlogdServer(primary, idp, cfg.max_connections, faults, tls, cfg.require_secure_transport)
-    server.fast_path = cfg.fast_path
+    server = BinlogdServer(primary, idp, cfg.max_connections, faults, tls, cfg.require_secure_transport,
+                           cfg.fast_path)
     watcher = DirectoryWatcher(store)
     await server.serve_sockets(socks)
     metrics = await start_metrics(metrics_socks, metrics_state(primary, server, ledger, relay, standalone)) \
