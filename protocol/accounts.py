@@ -64,8 +64,10 @@ class Priv(enum.Flag):
     WRITE = enum.auto()
     RELOAD = enum.auto()
     BINLOG_ADMIN = enum.auto()
+    PROCESS = enum.auto()  # SHOW PROCESSLIST lists every connection, not only the user's own
+    CONNECTION_ADMIN = enum.auto()  # KILL of another user's connection
     ALL = (REPLICATION_SLAVE | BINLOG_MONITOR | SLAVE_MONITOR | REPLICATION_MASTER_ADMIN | WRITE | RELOAD
-           | BINLOG_ADMIN)
+           | BINLOG_ADMIN | PROCESS | CONNECTION_ADMIN)
 
 
 _NAMES = {
@@ -78,6 +80,8 @@ _NAMES = {
     "WRITE": Priv.WRITE,
     "RELOAD": Priv.RELOAD,
     "BINLOG ADMIN": Priv.BINLOG_ADMIN,
+    "PROCESS": Priv.PROCESS,
+    "CONNECTION ADMIN": Priv.CONNECTION_ADMIN,
     "USAGE": Priv.NONE,  # MariaDB's "no privileges"
     "ALL": Priv.ALL,
     "ALL PRIVILEGES": Priv.ALL,

@@ -179,8 +179,8 @@ class StrictConnection(Connection):
 
     def shut_down(self) -> None:
         """Server shutdown: end the connection without a word, idle or in a dump, as a real MariaDB 10.11 does
-        on SIGTERM (recorded: no packet, the socket closes; a replica sees 2013 and reconnects). KILL's 1927
-        is for KILL, and the dump's sequence ids would make it a packet out of order anyway."""
+        on SIGTERM (recorded: no packet, the socket closes; a replica sees 2013 and reconnects), as KILL of another
+        connection does."""
         if self._task:
             self._shutting_down = True
             self._task.cancel()
@@ -269,9 +269,9 @@ class StrictConnection(Connection):
                 return
             if self._kill != KillKind.CONNECTION:
                 raise
+            # KILL from another connection: the socket closes without a packet, as a real 10.11 does (recorded:
+            # an idle client reads EOF, a dump's reader "Lost connection"); only a KILL of its own id gets 1927
             log.info("connection %d killed", self.connection_id)
-            with contextlib.suppress(Exception):
-                await self._write_raw(err_packet(1927, "Connection was killed", b"70100"))
         finally:
             self.on_close()
             await self.session.close()

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import signal
 import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from ssl import SSLContext
@@ -25,6 +26,7 @@ from .faults import FaultFile
 from .ledger import DEFAULT_MAX_SIZE, Ledger
 from .metrics import metrics_state, start_metrics
 from .primary import VERSION, Primary
+from .processlist import ProcessList
 from .relay.upstream import UpstreamConfig, UpstreamRelay
 from .replica_filters import Assignments
 from .semisync import SemiSyncMaster
@@ -88,6 +90,7 @@ class BinlogdServer(MysqlServer):
         self.connections: dict[int, ReplicationConnection] = {}
         self._servers: list[asyncio.Server] = []
         primary.connections = lambda: len(self.connections)
+        primary.processes = ProcessList(self.connections)  # type: ignore[arg-type]
 
     @property
     def connections_total(self) -> int:
@@ -132,6 +135,7 @@ class BinlogdServer(MysqlServer):
         conn.primary = self.primary
         conn.faults = self.faults
         conn.connection_id = cid
+        conn.proc_since = time.monotonic()  # SHOW PROCESSLIST's Time while it logs in
         conn.over_limit = len(self.connections) >= self.max_connections  # MariaDB's one extra, for an admin
         self.connections[cid] = conn
         try:

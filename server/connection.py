@@ -30,6 +30,7 @@ from binlogd.protocol.packets import err_packet, ok_packet
 from binlogd.protocol.sqlserver import MALFORMED_INPUT, SafeStream, StrictConnection, extra_info
 from mysql_mimic import packets, types
 from mysql_mimic.connection import Connection
+from mysql_mimic.constants import KillKind
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.results import ResultColumn, ensure_result_set, infer_type
 from mysql_mimic.results import ResultSet as ResultSet_
@@ -39,6 +40,7 @@ from mysql_mimic.types import Capabilities, ColumnType
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
 from . import command_io
+from .auth import is_loopback
 from .dump import DumpParams, DumpStream
 from .expiry import purge_request
 from .fast_commands import FastCommands
@@ -47,6 +49,15 @@ from .faults import FaultFile
 from .minor_commands import MINOR_COMMANDS
 from .primary import Primary
 from .privileges import Priv, check_dump, check_purge, check_register, check_show, check_write
+from .processlist import (
+    STATE_DUMP_SENDING,
+    STATE_DUMP_WAITING,
+    ProcessRow,
+    kill_request,
+    literal_id,
+    thread_id,
+    user_name,
+)
 from .replica_filters import Assignments, filters_for
 from .semisync_acks import watch_acks
 from .sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute
@@ -59,6 +70,13 @@ log = logging.getLogger("binlogd.conn")
 SLOW_STATEMENT_S = 1.0  # a statement slower than this is logged with its text
 _WRITE_PRIVS = Priv.WRITE | Priv.RELOAD | Priv.BINLOG_ADMIN
 MAX_DUMP_NAME = 512  # FN_REFLEN: MariaDB does not dump from a longer file name
+
+# SHOW PROCESSLIST's Command while one runs (MariaDB's command names)
+_COMMAND_NAMES = {0x03: "Query", 0x02: "Init DB", 0x04: "Field List", 0x07: "Refresh", 0x09: "Statistics",
+                  0x0A: "Processlist", 0x0C: "Kill", 0x0D: "Debug", 0x0E: "Ping", 0x11: "Change user",
+                  0x12: "Binlog Dump", 0x15: "Register Slave", 0x16: "Prepare", 0x17: "Execute",
+                  0x18: "Long Data", 0x19: "Close stmt", 0x1A: "Reset stmt", 0x1B: "Set option", 0x1C: "Fetch",
+                  0x1F: "Reset connection"}
 
 # Commands mimic handles itself (everything else that is not replication gets 1047 like MariaDB).
 _MIMIC_COMMANDS = {
@@ -95,6 +113,8 @@ class ReplicationSession(BaseSession):
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         try:
+            if (sql[:1] in "kK" or sql[:1].isspace()) and (kill := kill_request(sql)) is not None:
+                return await self._kill(kill)
             if self.privileges != Priv.ALL:
                 await self._check_privileges(sql)
             if self.writes is not None and self.primary.standalone is not None:  # standalone: writes -> events
@@ -120,6 +140,29 @@ class ReplicationSession(BaseSession):
         if len(set(result.columns)) < len(result.columns):
             return result.rows, typed_by_position(result.rows, result.columns)
         return result.rows, result.columns
+
+    async def _kill(self, kill: Any) -> None:
+        """KILL (server/processlist.py): on the event loop, where the connections are; an id that is no plain
+        number is evaluated as SELECT evaluates it."""
+        processes = self.primary.processes
+        assert processes is not None
+        me = self.state.connection_id
+        if kill.query_id:
+            raise SqlError(1957, f"Unknown query id: {kill.target}", "HY000")
+        if kill.user:
+            count = processes.kill_user(me, user_name(kill.target), kill.query)
+            self.state.diagnostics = []
+            self.affected_rows = count
+            return None
+        target = literal_id(kill.target)
+        if target is None:
+            value = await asyncio.to_thread(execute, f"SELECT {kill.target}", self.state, self.primary)
+            assert isinstance(value, ResultSet)
+            target = thread_id(value.rows[0][0] if value.rows else None)
+        processes.kill(me, target, kill.query)
+        return None
+
+    affected_rows = 0  # KILL USER's count, for the OK (read once by the connection)
 
     async def _check_privileges(self, sql: str) -> None:
         """MariaDB's refusals for a user without the privilege (server/privileges.py), before anything runs."""
@@ -236,9 +279,57 @@ def _error_after_metadata(columns: list[str], error: SqlError) -> ResultSet_:
 class ReplicationConnection(StrictConnection):
     primary: Primary  # set by the server factory
     faults: FaultFile | None = None  # --faults (testing tool), set by the server factory
+    # SHOW PROCESSLIST (server/processlist.py): the current command, since when (monotonic), its text; commands
+    # the fast path answers leave them alone (a writer there shows as Sleep since its last other command)
+    proc_command = "Connect"
+    proc_since = 0.0
+    proc_info: str | None = None
+    dump: DumpStream | None = None  # the running COM_BINLOG_DUMP
+    _end_after_reply = False  # KILL of its own id: the 1927 is the last packet
 
     def on_close(self) -> None:
         self.primary.connection_closed(self.connection_id)
+
+    # --- the process list (server/processlist.py) ---------------------------------------------------
+    def process_row(self) -> ProcessRow:
+        session = self.rsession
+        peer = extra_info(self.stream.writer, "peername")
+        host = "localhost" if is_loopback(self.peer_host) else self.peer_host
+        if peer:
+            host = f"{host}:{peer[1]}"
+        command, state = self.proc_command, ""
+        if command == "Connect":
+            return ProcessRow(self.connection_id, "unauthenticated user", host, None, command, self.proc_since,
+                              "login", None)
+        if command in ("Query", "Processlist"):
+            state = "starting"
+        elif command == "Binlog Dump" and (dump := self.dump) is not None:
+            store = self.primary.store
+            waiting = bool(dump.file) and store.is_active(dump.file) and dump.pos >= store.end_of(dump.file)
+            state = STATE_DUMP_WAITING if waiting else STATE_DUMP_SENDING
+        info = self.proc_info if command == "Query" else None
+        return ProcessRow(self.connection_id, session.username or "", host, session.state.database, command,
+                          self.proc_since, state, info)
+
+    def process_privileges(self) -> Priv:
+        return self.rsession.privileges
+
+    def process_user(self) -> str | None:
+        return self.session.username
+
+    def kill_connection(self) -> None:
+        """KILL CONNECTION: the connection closes without a packet (a dump's ledger says `killed`)."""
+        if self.dump is not None:
+            self.dump.cancel_reason = "killed"
+        self.kill(KillKind.CONNECTION)
+
+    def kill_query(self) -> None:
+        """KILL QUERY: a dump ends as at its end (EOF); binlogd's other statements are over before it lands."""
+        if self.dump is not None:
+            self.dump.end_by_kill_query()
+
+    def end_after_reply(self) -> None:
+        self._end_after_reply = True
 
     @property
     def rsession(self) -> ReplicationSession:
@@ -275,6 +366,9 @@ class ReplicationConnection(StrictConnection):
     async def command_phase(self) -> None:
         """mimic's loop plus COM_REGISTER_SLAVE / COM_BINLOG_DUMP; never lets an exception kill the server."""
         while True:
+            self.proc_command, self.proc_since = "Sleep", time.monotonic()
+            if self._end_after_reply:
+                return  # KILL of its own id: the 1927 went out
             fast = self._fast_commands()
             if fast is not None and not await fast.serve():
                 return  # idle past wait_timeout: dropped silently, as the timed read below does
@@ -295,6 +389,7 @@ class ReplicationConnection(StrictConnection):
                 self.stream.reset_seq()
                 continue
             command = data[0]
+            self.proc_command, self.proc_since = _COMMAND_NAMES.get(command, "Query"), time.monotonic()
             try:
                 if command == types.Commands.COM_QUIT:
                     return
@@ -343,6 +438,7 @@ class ReplicationConnection(StrictConnection):
             sql, attrs = q.sql, q.query_attrs
         else:  # the text is the whole packet (mimic's parse, without its reader objects)
             sql, attrs = data.decode(self.client_charset.codec), {}
+        self.proc_info = sql
         started = time.monotonic()
         try:
             result = await self.rsession.handle_query(sql, attrs)
@@ -351,7 +447,11 @@ class ReplicationConnection(StrictConnection):
             if took > SLOW_STATEMENT_S:  # named, so that a statement that stalls the server can be found
                 log.warning("connection %d: a statement took %.1f s: %.300r", self.connection_id, took, sql)
         if result is None:
-            await self._write_ok()
+            if affected := self.rsession.affected_rows:  # KILL USER's count
+                self.rsession.affected_rows = 0
+                await self._write_raw(self.ok(affected_rows=affected))
+            else:
+                await self._write_ok()
             return
         await self.write_text_resultset(await ensure_result_set(result))
 
@@ -487,6 +587,7 @@ class ReplicationConnection(StrictConnection):
                           ledger_info=self._ledger_info(), fault=fault,  # (metrics label dumps by it)
                           semi=self.primary.semi_sync)
         self.primary.start_dump(dump, cmd.server_id)
+        self.dump = dump
         if dump.semi is not None:
             dump.semi.add_client()
         dump_task = asyncio.create_task(dump.run(), name=f"dump-{self.connection_id}")
@@ -508,6 +609,7 @@ class ReplicationConnection(StrictConnection):
                 except Exception:  # (the dump logs its own; this is the watcher's) a bug is logged, never lost
                     log.exception("%s %s failed with an internal error", label, t.get_name())
             self.primary.end_dump(dump, cmd.server_id)
+            self.dump = None
             if dump.semi is not None:
                 dump.semi.remove_client()
             s = dump.stats

@@ -2,7 +2,7 @@
 
 Each answer was recorded from a real 10.11 (tests/test_bad_input_mariadb.py compares them): a short body reads as
 if padded with zero bytes, as MariaDB's `uint2korr`/`uint4korr` on its zero-filled network buffer do.
-COM_PROCESS_INFO and COM_PROCESS_KILL are not here: binlogd has no process list (they stay 1047).
+COM_PROCESS_INFO and COM_PROCESS_KILL answer as SHOW PROCESSLIST and KILL do (server/processlist.py).
 """
 
 from __future__ import annotations
@@ -11,11 +11,16 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from binlogd.protocol.packets import err_packet
+from mysql_mimic.results import ensure_result_set
+
+from .sql_surface import SqlError
 
 if TYPE_CHECKING:
     from .connection import ReplicationConnection
 
 COM_FIELD_LIST = 0x04
+COM_PROCESS_INFO = 0x0A
+COM_PROCESS_KILL = 0x0C
 COM_REFRESH = 0x07
 COM_STATISTICS = 0x09
 COM_DEBUG = 0x0D
@@ -86,6 +91,25 @@ async def _bulk_execute(conn: ReplicationConnection, body: bytes) -> bytes:
                       b"HY000")
 
 
+async def _process_info(conn: ReplicationConnection, body: bytes) -> None:
+    """COM_PROCESS_INFO (mysql_list_processes): SHOW PROCESSLIST's result set; the caller's own row shows the
+    command `Processlist` without Info, as MariaDB's does."""
+    conn.proc_info = None
+    result = await conn.rsession.handle_query("SHOW PROCESSLIST", {})
+    await conn.write_text_resultset(await ensure_result_set(result))
+
+
+async def _process_kill(conn: ReplicationConnection, body: bytes) -> bytes:
+    """COM_PROCESS_KILL (mysql_kill): KILL CONNECTION of the 4-byte id; errors as KILL's."""
+    processes = conn.primary.processes
+    assert processes is not None
+    try:
+        processes.kill(conn.connection_id, _padded(body, 4), query=False)
+    except SqlError as e:
+        return err_packet(e.code, e.message, e.sqlstate.encode())
+    return conn.ok()
+
+
 MINOR_COMMANDS: dict[int, Callable[[ReplicationConnection, bytes], Awaitable[bytes | None]]] = {
     COM_SET_OPTION: _set_option,
     COM_DEBUG: _eof,
@@ -93,4 +117,6 @@ MINOR_COMMANDS: dict[int, Callable[[ReplicationConnection, bytes], Awaitable[byt
     COM_STATISTICS: _statistics,
     COM_FIELD_LIST: _field_list,
     COM_STMT_BULK_EXECUTE: _bulk_execute,
+    COM_PROCESS_INFO: _process_info,
+    COM_PROCESS_KILL: _process_kill,
 }

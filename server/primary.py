@@ -29,6 +29,7 @@ from .auth import is_loopback
 from .dump import DumpStream
 from .expiry import PurgeRequest
 from .ledger import Ledger
+from .processlist import ProcessList
 from .replica_filters import Assignments
 from .semisync import SemiSyncMaster, SemiSyncSlave
 from .sql_surface import SqlError
@@ -67,6 +68,7 @@ class Primary:
         self.hostname = socket.gethostname()
         self.started = time.monotonic()
         self.connections: Callable[[], int] = lambda: 0  # set by the network server
+        self.processes: ProcessList | None = None  # SHOW PROCESSLIST, KILL (set by the network server)
         self.ledger: Ledger | None = None  # the audit ledger (server/ledger.py), when enabled
         self.standalone: WriteHandler | None = None  # standalone mode: the write path (server/standalone)
         # ServerView extras read by sysvars (None: the variable's default): @@max_binlog_size and
@@ -156,6 +158,10 @@ class Primary:
 
     def slave_hosts(self) -> list[tuple[int, str, int, int]]:
         return [(s.server_id, s.host, s.port, s.master_id) for s in self.slaves.values()]
+
+    def processlist(self, viewer_id: int, full: bool) -> list[tuple[object, ...]]:
+        """SHOW [FULL] PROCESSLIST as connection `viewer_id` sees it (server/processlist.py)."""
+        return [] if self.processes is None else self.processes.rows(viewer_id, full)
 
     def binlog_events(self, file: str | None, pos: int | None, offset: int,
                       limit: int | None) -> list[tuple[str, int, str, int, int, str]]:

@@ -44,7 +44,7 @@ COM_STMT_RESET, COM_STMT_FETCH, COM_BINLOG_DUMP_GTID, COM_RESET_CONNECTION = 0x1
 HANDLED = {COM_QUIT, COM_INIT_DB, COM_QUERY, COM_PING, COM_CHANGE_USER, COM_BINLOG_DUMP, COM_REGISTER_SLAVE,
            COM_STMT_PREPARE, COM_STMT_EXECUTE, COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE, COM_STMT_RESET,
            COM_STMT_FETCH, COM_RESET_CONNECTION,
-           0x04, 0x07, 0x09, 0x0D, 0x1B, 0xFA}  # server/minor_commands.py (MariaDB's answers, not 1047)
+           0x04, 0x07, 0x09, 0x0A, 0x0C, 0x0D, 0x1B, 0xFA}  # server/minor_commands.py (MariaDB's answers, not 1047)
 NO_REPLY = {COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE}  # the protocol defines no answer for these
 
 # what a 10.11 client sends in its handshake response (CLIENT_PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH ...)

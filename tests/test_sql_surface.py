@@ -57,6 +57,9 @@ class FakeServer:
     def slave_hosts(self) -> list[tuple[int, str, int, int]]:
         return list(self.hosts)
 
+    def processlist(self, viewer_id: int, full: bool) -> list[tuple[object, ...]]:
+        return []
+
     def binlog_events(self, file: str | None, pos: int | None, offset: int,
                       limit: int | None) -> list[tuple[str, int, str, int, int, str]]:
         self.event_calls.append((file, pos, offset, limit))
@@ -454,7 +457,7 @@ CASES: list[tuple[str, Any]] = [
     ("SHOW DATABASES WHERE `Database` LIKE 'x%'", ResultSet(["Database"], [])),
     ("SHOW TABLES", (1046, "No database selected")),
     ("SHOW NOSUCH", (1064, SYNTAX.format("NOSUCH", 1))),
-    ("SHOW FULL PROCESSLIST", (1235, "This version of binlogd doesn't yet support 'SHOW FULL PROCESSLIST'")),
+    ("SHOW PROFILES", (1235, "This version of binlogd doesn't yet support 'SHOW PROFILES'")),
     ("SHOW ENGINES", (1235, "This version of binlogd doesn't yet support 'SHOW ENGINES'")),
     # SET
     ("SET @master_heartbeat_period= 30000001024", OK),

@@ -57,6 +57,8 @@ from .params import DumpError, DumpParams, DumpStats, Writer
 from .records import LedgerRecords
 from .start import StartResolution
 
+KILL_QUERY = 0  # kill()'s code for KILL QUERY: an EOF, no ERR
+
 log = logging.getLogger("binlogd.dump")
 
 WRITE_SLICE = 32 << 10  # most handed to the transport at once (it copies what the socket does not take)
@@ -144,6 +146,11 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         if self._task is not None:
             self._task.cancel()
 
+    def end_by_kill_query(self) -> None:
+        """KILL QUERY of this dump's connection: the dump ends as at its end, with an EOF (MariaDB's dump loop
+        stops when its thread is killed and answers EOF; `mariadb-binlog --stop-never` exits 0)."""
+        self.kill(KILL_QUERY, "KILL QUERY")
+
     async def run(self) -> None:
         self._task = asyncio.current_task()
         if self.ledger is not None:
@@ -173,11 +180,18 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             code, msg = self._kill
             st.end_reason = f"killed: {msg}"
             st.close_reason = "killed"
-            err = (code, msg)
             log.info("%s dump killed: %s", self.label, msg)
             self.out = bytearray()
             self._recs = []  # not sent
-            await self._send_error(DumpError(msg, code))
+            if code == KILL_QUERY:  # an EOF where the wire is between packets (else the connection just closes)
+                if self._boundary_seq is not None:
+                    self.seq = self._boundary_seq
+                    self._put_packet(eof_packet())
+                    with contextlib.suppress(ConnectionError, OSError, DumpError):
+                        await self._flush()
+            else:
+                err = (code, msg)
+                await self._send_error(DumpError(msg, code))
         except (ConnectionError, OSError) as e:
             st.end_reason = f"connection lost: {e}"
             st.close_reason = "client_gone"

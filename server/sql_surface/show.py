@@ -31,6 +31,11 @@ Slave_Non_Transactional_Groups Slave_Transactional_Groups Replicate_Rewrite_DB
 """)
 
 
+# SHOW PROCESSLIST (rows: server/processlist.py); Progress is MariaDB's DOUBLE with 3 decimals
+PROCESSLIST_COLUMNS = ["Id", "User", "Host", "db", "Command", "Time", "State", "Info", "Progress"]
+PROCESSLIST_TYPES: list[str | None] = ["bigint(21)", "varchar(128)", "varchar(64)", "varchar(64)", "varchar(16)",
+                                       "int(7)", "varchar(30)", "varchar(100)", "double"]
+
 _ALL_SLAVES_STATUS_COLUMNS = ["Connection_name", "Slave_SQL_State", *_SLAVE_STATUS_COLUMNS,
                               "Retried_transactions", "Max_relay_log_size", "Executed_log_entries",
                               "Slave_received_heartbeats", "Slave_heartbeat_period", "Gtid_Slave_Pos"]
@@ -90,6 +95,12 @@ class ShowStatements(StatementBase):
             p.expect_kw("STATUS")
             p.finish()
             return self.slave_status(_SLAVE_STATUS_COLUMNS)
+        if p.is_kw(p.peek(), "PROCESSLIST") or (p.is_kw(p.peek(), "FULL") and p.is_kw(p.peek(1), "PROCESSLIST")):
+            full = p.accept_kw("FULL") is not None
+            p.expect_kw("PROCESSLIST")
+            p.finish()
+            rows = self.server.processlist(self.session.connection_id, full)
+            return ResultSet(list(PROCESSLIST_COLUMNS), rows, types=list(PROCESSLIST_TYPES))
         if p.accept_kw("ALL"):
             p.expect_kw("SLAVES", "REPLICAS")
             p.expect_kw("STATUS")
