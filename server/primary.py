@@ -159,9 +159,9 @@ class Primary:
     def slave_hosts(self) -> list[tuple[int, str, int, int]]:
         return [(s.server_id, s.host, s.port, s.master_id) for s in self.slaves.values()]
 
-    def processlist(self, viewer_id: int, full: bool) -> list[tuple[object, ...]]:
-        """SHOW [FULL] PROCESSLIST as connection `viewer_id` sees it (server/processlist.py)."""
-        return [] if self.processes is None else self.processes.rows(viewer_id, full)
+    def processlist(self, viewer_id: int) -> list[tuple[object, ...]]:
+        """The connections `viewer_id` may see (server/processlist.py ProcessList.rows)."""
+        return [] if self.processes is None else self.processes.rows(viewer_id)
 
     def binlog_events(self, file: str | None, pos: int | None, offset: int,
                       limit: int | None) -> list[tuple[str, int, str, int, int, str]]:

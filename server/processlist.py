@@ -30,7 +30,6 @@ ER_KILL_DENIED_ERROR = 1095
 ER_QUERY_INTERRUPTED = 1317
 ER_CONNECTION_KILLED = 1927
 ER_NO_SUCH_QUERY = 1957
-INFO_LENGTH = 100  # SHOW PROCESSLIST without FULL cuts Info here
 
 STATE_DUMP_WAITING = "Master has sent all binlog to slave; waiting for more updates"
 STATE_DUMP_SENDING = "Sending binlog event to slave"
@@ -131,9 +130,10 @@ class ProcessList:
     def __init__(self, connections: Mapping[int, Process]) -> None:
         self._connections = connections
 
-    def rows(self, viewer_id: int, full: bool) -> list[tuple[object, ...]]:
-        """SHOW [FULL] PROCESSLIST's rows for the connection `viewer_id` (its own row included, in id order;
-        the columns are server/sql_surface/show.py's)."""
+    def rows(self, viewer_id: int) -> list[tuple[object, ...]]:
+        """The connections `viewer_id` may see, in id order: (Id, User, Host, db, Command, seconds in the command
+        as a float, State, Info). SHOW PROCESSLIST and information_schema.PROCESSLIST shape them
+        (server/sql_surface)."""
         viewer = self._connections.get(viewer_id)
         sees_all = viewer is None or Priv.PROCESS in viewer.process_privileges()
         me = None if viewer is None else viewer.process_user()
@@ -143,8 +143,7 @@ class ProcessList:
             if not sees_all and conn.process_user() != me:
                 continue
             r = conn.process_row()
-            info = r.info if full or r.info is None else r.info[:INFO_LENGTH]
-            out.append((r.id, r.user, r.host, r.db, r.command, max(0, int(now - r.since)), r.state, info, "0.000"))
+            out.append((r.id, r.user, r.host, r.db, r.command, max(0.0, now - r.since), r.state, r.info))
         return out
 
     def _target(self, killer_id: int, target: int) -> tuple[Process, Process]:

@@ -271,3 +271,23 @@ def test_a_killed_replica_dump_reconnects_and_the_ledger_says_killed(binlogd_fac
     closes = [r for r in recs if r["r"] == "close"]
     assert closes and closes[0]["reason"] == "killed" and closes[0]["error_code"] is None, closes
     conn.close()
+
+
+def test_information_schema_processlist(pair: tuple[Any, Any]) -> None:
+    got = []
+    for server in pair:
+        t, _ = _start_dump(server.port, 9)
+        conn = _connect(server.port)
+        dump = _dump_id(conn)
+        answers = [sorted(_query(conn, "SELECT ID = CONNECTION_ID(), USER, COMMAND, STATE, INFO, DB, TIME < 60, "
+                                       "STAGE, PROGRESS FROM information_schema.PROCESSLIST")[1], key=repr)]
+        answers.append(_query(conn, f"SELECT ID = {dump}, USER FROM information_schema.PROCESSLIST "
+                                    "WHERE COMMAND = 'Binlog Dump'")[1])
+        columns = _query(conn, "SELECT * FROM information_schema.PROCESSLIST WHERE ID = 0")[0]
+        answers.append([c[0] for c in columns])
+        conn.query(f"KILL {dump}")
+        t.join(30)
+        conn.close()
+        got.append(answers)
+    assert got[0] == got[1], got
+    assert got[0][1] == [(1, "root")]

@@ -57,7 +57,7 @@ class FakeServer:
     def slave_hosts(self) -> list[tuple[int, str, int, int]]:
         return list(self.hosts)
 
-    def processlist(self, viewer_id: int, full: bool) -> list[tuple[object, ...]]:
+    def processlist(self, viewer_id: int) -> list[tuple[object, ...]]:
         return []
 
     def binlog_events(self, file: str | None, pos: int | None, offset: int,

@@ -33,6 +33,11 @@ THREAD_POOL_WAITS
 """))
 
 
+# information_schema.PROCESSLIST's columns (MariaDB 10.11's)
+_IS_PROCESSLIST = _words("""ID USER HOST DB COMMAND TIME STATE INFO TIME_MS STAGE MAX_STAGE PROGRESS MEMORY_USED
+MAX_MEMORY_USED EXAMINED_ROWS QUERY_ID INFO_BINARY TID""")
+_IS_PROCESSLIST_DECIMALS = {"time_ms": "decimal(22,3)", "progress": "decimal(7,3)"}
+
 # information_schema tables the standalone primary fills from its schema catalogue (server/standalone/views.py)
 _SCHEMA_TABLES = frozenset({"SCHEMATA", "TABLES", "COLUMNS"})
 
@@ -155,12 +160,37 @@ class SelectStatements(StatementBase):
 
             names, rows_of = INFORMATION_SCHEMA[key]
             return self.select_rows(sel, names, rows_of(cat), quals)
+        if key == "PROCESSLIST" and not sel.unsupported:
+            res = self.select_rows(sel, _IS_PROCESSLIST, self.processlist_rows(), quals)
+            res.types = []  # the DECIMAL columns keep their type (their values travel as text)
+            for it in sel.items:
+                if it.expr is None:
+                    res.types += [_IS_PROCESSLIST_DECIMALS.get(n.lower()) for n in _IS_PROCESSLIST]
+                else:
+                    name = it.expr.name.lower() if isinstance(it.expr, _Col) else ""
+                    res.types.append(_IS_PROCESSLIST_DECIMALS.get(name))
+            return res
         if key not in _IS_VARIABLE_TABLES or sel.unsupported:
             raise not_supported(sel.unsupported or f"SELECT from information_schema.{key}")
         what, scope = _IS_VARIABLE_TABLES[key]
         pairs = self.variable_rows(what, scope)
         source = [{"variable_name": n.upper(), "variable_value": v} for n, v in pairs]
         return self.select_rows(sel, ["VARIABLE_NAME", "VARIABLE_VALUE"], source, quals)
+
+    def processlist_rows(self) -> list[dict[str, Any]]:
+        """information_schema.PROCESSLIST: the process list's connections (server/processlist.py). binlogd keeps no
+        stages, query ids, per-connection memory or OS thread ids: those columns are 0."""
+        out = []
+        me = self.session.connection_id
+        for r in self.server.processlist(me):
+            info = r[7]
+            assert isinstance(r[5], float) and (info is None or isinstance(info, str))
+            out.append({"id": r[0], "user": r[1], "host": r[2], "db": r[3], "command": r[4], "time": int(r[5]),
+                        "state": "Filling schema table" if r[0] == me else r[6], "info": info,
+                        "time_ms": f"{r[5] * 1000:.3f}", "stage": 0, "max_stage": 0, "progress": "0.000",
+                        "memory_used": 0, "max_memory_used": 0, "examined_rows": 0, "query_id": 0,
+                        "info_binary": None if info is None else info.encode(), "tid": 0})
+        return out
 
     def catalogue(self) -> Any:
         """The standalone primary's schema catalogue (server/standalone/schema.py), None in the other modes."""

@@ -35,6 +35,7 @@ Slave_Non_Transactional_Groups Slave_Transactional_Groups Replicate_Rewrite_DB
 PROCESSLIST_COLUMNS = ["Id", "User", "Host", "db", "Command", "Time", "State", "Info", "Progress"]
 PROCESSLIST_TYPES: list[str | None] = ["bigint(21)", "varchar(128)", "varchar(64)", "varchar(64)", "varchar(16)",
                                        "int(7)", "varchar(30)", "varchar(100)", "double"]
+PROCESSLIST_INFO = 100  # SHOW PROCESSLIST without FULL cuts Info here
 
 _ALL_SLAVES_STATUS_COLUMNS = ["Connection_name", "Slave_SQL_State", *_SLAVE_STATUS_COLUMNS,
                               "Retried_transactions", "Max_relay_log_size", "Executed_log_entries",
@@ -99,7 +100,8 @@ class ShowStatements(StatementBase):
             full = p.accept_kw("FULL") is not None
             p.expect_kw("PROCESSLIST")
             p.finish()
-            rows = self.server.processlist(self.session.connection_id, full)
+            rows = [(*r[:5], int(r[5]), r[6], r[7] if full or r[7] is None else r[7][:PROCESSLIST_INFO], "0.000")
+                    for r in self.server.processlist(self.session.connection_id)]
             return ResultSet(list(PROCESSLIST_COLUMNS), rows, types=list(PROCESSLIST_TYPES))
         if p.accept_kw("ALL"):
             p.expect_kw("SLAVES", "REPLICAS")
