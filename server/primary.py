@@ -26,13 +26,13 @@ from binlogd.protocol.events import EventDecodeError
 from binlogd.protocol.gtid import format_gtid_list
 
 from .auth import is_loopback
+from .binlog.store import BinlogStore, StoreError
 from .dump import DumpStream
 from .expiry import PurgeRequest
 from .ledger import Ledger
 from .replica_filters import Assignments
 from .semisync import SemiSyncMaster, SemiSyncSlave
 from .sql_surface import SqlError
-from .store import BinlogStore, StoreError
 
 if TYPE_CHECKING:
     from .standalone.schema import Catalogue

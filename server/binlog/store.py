@@ -1,8 +1,9 @@
-"""The binlog store: a directory of real binlog files plus an index, like a MariaDB datadir's binlog.
+"""The read side of the binlog: which files exist, how far each is readable, the GTID state, and wake-ups.
 
-Readers (dump streams, SHOW statements) ask the store which files exist, how far each is readable,
-and wait on it for growth. Sources that append (standalone writer, relay) call `notify()`; the
-read-only directory source watches the files itself (an external writer, e.g. a copy in progress).
+Readers (dump streams, SHOW statements) ask the store which files exist, how far each is readable (the end
+`BinlogWriter` last published for the file it appends to: nothing it has not committed is ever read), and wait on it
+for growth. Sources that append (standalone, relay) publish through `server.binlog.writer`; the read-only directory
+source watches the files itself (`DirectoryWatcher`: an external writer, e.g. a copy in progress).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -32,10 +32,9 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
 
+from .index import NUMBERED, read_names
+
 log = logging.getLogger("binlogd.store")
-
-_NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
-
 
 class StoreError(Exception):
     """The directory cannot be served (no binlogs, unreadable index, mixed base names...)."""
@@ -130,7 +129,7 @@ class BinlogStore:
     """The binlog files dump streams read: a directory plus its index.
 
     Read-only sources (a directory someone else writes) are watched by `DirectoryWatcher`; binlogd's own writer
-    (`server.binlog_writer`) publishes the committed end of the active file with `publish()`, so dumps never read
+    (`server.binlog.writer`) publishes the committed end of the active file with `publish()`, so dumps never read
     bytes of a group still being written, and wakes them at once.
     """
 
@@ -161,7 +160,7 @@ class BinlogStore:
         indexes = sorted(p.stem for p in self.directory.glob("*.index"))
         if len(indexes) == 1:
             return indexes[0]
-        bases = sorted({m["base"] for p in self.directory.iterdir() if (m := _NUMBERED.match(p.name))})
+        bases = sorted({m["base"] for p in self.directory.iterdir() if (m := NUMBERED.match(p.name))})
         if len(bases) == 1:
             return bases[0]
         if not bases:
@@ -170,19 +169,7 @@ class BinlogStore:
 
     def files(self) -> list[str]:
         """Binlog file names in index order (the index when present, else numbered files)."""
-        if self.index_path.exists():
-            names = []
-            for line in self.index_path.read_text().splitlines():
-                line = line.strip()
-                if line:
-                    names.append(os.path.basename(line))
-        else:
-            found = [
-                (int(m["num"]), p.name)
-                for p in self.directory.iterdir()
-                if (m := _NUMBERED.match(p.name)) and m["base"] == self.basename
-            ]
-            names = [n for _, n in sorted(found)]
+        names = read_names(self.directory, self.basename, self.index_path)
         if not names and not self.allow_empty:
             raise StoreError(f"no binlog files named {self.basename}.NNNNNN in {self.directory}")
         return names
