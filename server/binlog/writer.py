@@ -123,7 +123,11 @@ class BinlogWriter:
 
     def _write_index(self, names: list[str]) -> None:
         write_index(self.directory, self.index_path, names)  # crash rule 5
+        self._set_names(names)
+
+    def _set_names(self, names: list[str]) -> None:
         self._names = list(names)
+        self.store.own_names(names)  # after the index on disk says so (the order crash rule 3 relies on)
 
     # --- recovery ------------------------------------------------------------------------------------
     def recover(self) -> RecoveryReport:
@@ -169,7 +173,7 @@ class BinlogWriter:
             # a closing ROTATE whose file was never created stays unpublished until start_file creates it
             publish = last_rotate if last_rotate is not None and last_rotate < good else good
             break
-        self._names = names
+        self._set_names(names)
         if names:
             self._open_active(rep.last_end, publish)
         return rep
