@@ -252,6 +252,7 @@ def measure_latency(upstream: MariaDB, relay: Binlogd, readers: int, txns: int, 
             if not ready.acquire(timeout=120):
                 raise RuntimeError("a reader process did not start its dump within 120 s")
         conn = upstream.connect()
+        cpu0 = cpu_seconds(relay.pid)
         try:
             with conn.cursor() as cur:
                 for i in range(txns):
@@ -263,6 +264,7 @@ def measure_latency(upstream: MariaDB, relay: Binlogd, readers: int, txns: int, 
         finally:
             conn.close()
         time.sleep(1.0)  # the last commits' way to every reader
+        relay_cpu = cpu_seconds(relay.pid) - cpu0  # storing each transaction and sending it to every reader
         stop.set()
         for _ in procs:
             sid, got = results.get(timeout=60)
@@ -284,6 +286,7 @@ def measure_latency(upstream: MariaDB, relay: Binlogd, readers: int, txns: int, 
         "via_binlogd_ms": {"p50": _pct(v_lat, 0.5), "p99": _pct(v_lat, 0.99), "mean": statistics.fmean(v_lat)},
         "direct_ms": {"p50": _pct(d_lat, 0.5), "p99": _pct(d_lat, 0.99), "mean": statistics.fmean(d_lat)},
         "added_ms": {"p50": _pct(added, 0.5), "p99": _pct(added, 0.99), "mean": statistics.fmean(added)},
+        "relay_cpu_us_per_txn": round(relay_cpu / txns * 1e6, 1),
     }
 
 
@@ -371,12 +374,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{up_cpu_us_per_event:.2f}", f"{cpu_us_per_event:.2f}")
     console.print(t)
     t = Table(title=f"latency: upstream commit -> event received ({args.txns} commits, {args.interval_ms:g} ms apart)")
-    for c in ("readers", "via binlogd p50/p99 ms", "direct p50/p99 ms", "added p50/p99 ms", "missing"):
+    for c in ("readers", "via binlogd p50/p99 ms", "direct p50/p99 ms", "added p50/p99 ms", "relay CPU µs/txn",
+              "missing"):
         t.add_column(c, justify="right")
     for r in latency:
         t.add_row(str(r["readers"]), f"{r['via_binlogd_ms']['p50']:.2f} / {r['via_binlogd_ms']['p99']:.2f}",
                   f"{r['direct_ms']['p50']:.2f} / {r['direct_ms']['p99']:.2f}",
-                  f"{r['added_ms']['p50']:.2f} / {r['added_ms']['p99']:.2f}", str(r["missing"]))
+                  f"{r['added_ms']['p50']:.2f} / {r['added_ms']['p99']:.2f}", f"{r['relay_cpu_us_per_txn']:.0f}",
+                  str(r["missing"]))
     console.print(t)
     console.print("load average (1/5/15 min): " + "; ".join(f"{k} {' '.join(f'{x:.2f}' for x in v)}"
                                                              for k, v in load.items()))

@@ -507,14 +507,9 @@ class ReplicationClient:
                         continue
                     data = b"".join(pending)
                     pending.clear()
-                run, used, stop = self._split(data)
-                while self._ack_cut:  # a run ends with each event that asks for an ack: acked once stored
-                    self._ack_cut = False
-                    yield run, True
-                    data = data[used:]
-                    run, used, stop = self._split(data)
-                if run.data:  # what came before an error is valid: deliver it first
-                    yield run, False
+                runs, used, stop = self._runs_in(data)
+                for item in runs:
+                    yield item
                 if stop is True:  # EOF of a non-blocking dump
                     return
                 if stop is not None:
@@ -539,24 +534,33 @@ class ReplicationClient:
             if rx.filled < need:
                 why = f": {rx.error!r}" if rx.error is not None else " (closed by peer)"
                 raise ReplicationError(CR_SERVER_LOST, f"lost connection to server{why}")
-            data = rx.view()
-            run, used, stop = self._split(data)
-            taken = used
-            while self._ack_cut:  # a run ends with each event that asks for an ack: acked once stored
-                self._ack_cut = False
-                yield run, True
-                run, used, stop = self._split(data[taken:])
-                taken += used
-            if run.data:  # what came before an error is valid: deliver it first
-                yield run, False
+            runs, used, stop = self._runs_in(rx.view())
+            for item in runs:
+                yield item
             if stop is True:  # EOF of a non-blocking dump
                 return
             if stop is not None:
                 raise stop
-            del data
-            rx.consume(taken)
+            rx.consume(used)
             rest = rx.filled
             need = rest + 1 if rest < 4 else max(rest + 1, 4 + int.from_bytes(rx.buf[:3], "little"))
+
+    def _runs_in(self, data: bytes | memoryview) -> tuple[list[tuple[EventRun, bool]], int,
+                                                          ReplicationError | bool | None]:
+        """One read's whole packets as runs, for both read paths (StreamReader and `DumpReceiver`): a run ends with
+        each event the semi-sync primary wants acknowledged (flagged True: the consumer acks once it stored it),
+        what came before an error is delivered before it. Returns (the non-empty runs, bytes consumed, what stopped
+        the dump as `_split` says). Nothing returned refers to `data` (it may be the receiver's buffer)."""
+        out: list[tuple[EventRun, bool]] = []
+        run, taken, stop = self._split(data)
+        while self._ack_cut:
+            self._ack_cut = False
+            out.append((run, True))
+            run, used, stop = self._split(memoryview(data)[taken:])
+            taken += used
+        if run.data:
+            out.append((run, False))
+        return out, taken, stop
 
     def _split(self, data: bytes | memoryview) -> tuple[EventRun, int, ReplicationError | bool | None]:
         """The whole dump packets at the start of `data`: (their events back to back with their ends, bytes

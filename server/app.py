@@ -20,6 +20,7 @@ from binlogd.protocol.sqlserver import SafeStream, extra_info
 from mysql_mimic.server import MysqlServer
 
 from .auth import BinlogdIdentityProvider, UsersFileError
+from .binlog.store import BinlogStore, DirectoryWatcher
 from .connection import ReplicationConnection, ReplicationSession
 from .expiry import start_expiry
 from .faults import FaultFile
@@ -31,7 +32,6 @@ from .relay.upstream import UpstreamConfig, UpstreamRelay
 from .replica_filters import Assignments
 from .semisync import SemiSyncMaster
 from .startup import DirLock, check_writable_dir, is_within, listen
-from .store import BinlogStore, DirectoryWatcher
 from .tls import TlsFiles, server_context
 
 if TYPE_CHECKING:

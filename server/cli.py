@@ -299,9 +299,10 @@ def _add_serve_options(s: argparse.ArgumentParser) -> None:
                     help="start a new binlog file once the current one reaches SIZE, 4096 to 1G; a transaction is "
                     "never split (default 1G, like MariaDB's max_binlog_size)")
     st.add_argument("--sync-binlog", type=int, default=None, metavar="N",
-                    help="standalone and relay modes: fsync the binlog every N commits (relay: stored event "
-                    "groups) before acknowledging (standalone) or serving them; 1: every commit survives a power "
-                    "loss (default 0: leave it to the OS, which survives kill -9)")
+                    help="standalone and relay modes: fsync the binlog every N commits (group commits, as MariaDB's "
+                    "sync_binlog counts them: a batch of groups stored at once) before acknowledging (standalone) "
+                    "or serving them; 1: every commit survives a power loss (default 0: leave it to the OS, which "
+                    "survives kill -9)")
     st.add_argument("--binlog-with-tables-info", action="store_true", default=None,
                     help="precede every statement's Query event with an ignorable Tables_info event listing the "
                     "tables it touches (seed WL#40; replicas skip it, clients that SET @binlogd_send_tables_info=1 "
@@ -656,10 +657,10 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from .app import serve
     from .auth import UsersFileError
-    from .binlog_writer import BinlogWriteError
+    from .binlog.store import StoreError
+    from .binlog.writer import BinlogWriteError
     from .ledger import LedgerError
     from .startup import StartupError
-    from .store import StoreError
 
     try:
         cfg = serve_config(args)

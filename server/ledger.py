@@ -301,7 +301,10 @@ class Ledger:
             self._pending += n
             if self._pending > self.queue_limit and self._room is not None:
                 self._room.clear()
-            self._cond.notify()
+            if len(self._items) == 1:
+                # only when the queue was empty: the writer thread takes the whole list when it runs, and waking
+                # it for each of 20 dumps' hand-overs of one transaction made it fight the loop for the GIL
+                self._cond.notify()
 
     @property
     def pending(self) -> int:

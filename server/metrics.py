@@ -23,12 +23,12 @@ from prometheus_client.registry import Collector
 from binlogd.metrics.http import MetricsServer
 from binlogd.metrics.registry import endpoint_registry
 
-from .binlog_writer import BinlogWriter
+from .binlog.store import StoreError
+from .binlog.writer import BinlogWriter
 from .dump import DumpStream
 from .ledger import Ledger
 from .primary import Primary
 from .relay.status import RelayStatus
-from .store import StoreError
 
 if TYPE_CHECKING:
     from .relay.upstream import UpstreamRelay

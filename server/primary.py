@@ -26,6 +26,7 @@ from binlogd.protocol.events import EventDecodeError
 from binlogd.protocol.gtid import format_gtid_list
 
 from .auth import is_loopback
+from .binlog.store import BinlogStore, StoreError
 from .dump import DumpStream
 from .expiry import PurgeRequest
 from .ledger import Ledger
@@ -33,7 +34,6 @@ from .processlist import ProcessList
 from .replica_filters import Assignments
 from .semisync import SemiSyncMaster, SemiSyncSlave
 from .sql_surface import SqlError
-from .store import BinlogStore, StoreError
 
 if TYPE_CHECKING:
     from .standalone.schema import Catalogue

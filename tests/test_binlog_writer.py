@@ -1,4 +1,4 @@
-"""The shared binlog writer: commit visibility, rotation, purge, crash recovery (server/binlog_writer.py)."""
+"""The shared binlog writer: commit visibility, rotation, purge, crash recovery (server/binlog/writer.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.groups import GroupTracker, last_group_end
 from binlogd.protocol.gtid import Gtid, peek_gtid
-from binlogd.server.binlog_writer import BinlogWriteError, BinlogWriter
+from binlogd.server.binlog.writer import BinlogWriteError, BinlogWriter
 from binlogd.server.demo import demo_files
 
 DEMO = demo_files()

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from binlogd.protocol.decision import Compat
+from binlogd.server.binlog.store import BinlogStore
 from binlogd.server.dump import DumpParams, DumpStream, framing
-from binlogd.server.store import BinlogStore
 
 from tests.dumpclient import MemorySink
 from tests.oracle_data import oracle_dir

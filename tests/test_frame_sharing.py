@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from binlogd.protocol.decision import Compat
+from binlogd.server.binlog.store import BinlogStore
 from binlogd.server.dump import DumpParams, DumpStream, frames_of
-from binlogd.server.store import BinlogStore
 
 from tests.dumpclient import MemorySink
 from tests.oracle_data import oracle_dir

@@ -25,7 +25,7 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.events import build_event, iter_binlog
 from binlogd.protocol.groups import last_group_end
 from binlogd.protocol.rewrite import fix_fde
-from binlogd.server.binlog_writer import BinlogWriter
+from binlogd.server.binlog.writer import BinlogWriter
 from binlogd.server.demo import write_demo_dir
 from binlogd.server.relay.status import RelayStatus
 from binlogd.server.relay.storage import FilePosNeeded, RelayError, RelayStorage

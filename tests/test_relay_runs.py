@@ -13,7 +13,7 @@ from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE, FLAGS_OFFSET, HEARTB
 from binlogd.protocol.dump_runs import MIN_PACKETS, EventRun
 from binlogd.protocol.events import build_event, iter_binlog
 from binlogd.protocol.rewrite import fix_fde
-from binlogd.server.binlog_writer import BinlogWriter
+from binlogd.server.binlog.writer import BinlogWriter
 from binlogd.server.relay.status import RelayStatus
 from binlogd.server.relay.storage import RelayError, RelayStorage
 
@@ -128,3 +128,20 @@ def test_a_gtid_start_resending_the_file_in_one_run(tmp_path: Path) -> None:
     st.feed([_run([_fake_rotate(4), fde, *events[1:]])])
     assert st.w.committed > cut and st.status.groups_stored > 0
     assert _stored(st) == SOURCE.read_bytes()
+
+
+def test_sync_binlog_counts_commits_not_groups(tmp_path: Path) -> None:
+    """--sync-binlog N fsyncs at every N-th commit, as MariaDB's sync_binlog counts binlog group commits: a batch of
+    many whole groups is one commit (docs/relay.md)."""
+    w = BinlogWriter(tmp_path / "d", "mysql-bin", sync_binlog=2)
+    w.recover()
+    st = RelayStorage(w, RelayStatus("h", 1, "u", 1, 1.0))
+    st.begin(1)
+    events = [bytes(e) for _, e in iter_binlog(SOURCE.read_bytes())]
+    st.feed([_fake_rotate(4), *events[:3]])
+    body = events[3:-1]
+    step = len(body) // 4 + 1
+    for k in range(0, len(body), step):
+        st.feed([b"".join(body[k : k + step])])
+    assert st.status.groups_stored > w.group_commits >= 4
+    assert w.fsyncs == w.group_commits // 2

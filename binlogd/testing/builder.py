@@ -14,7 +14,7 @@ the statement or the TABLE_MAP + rows events v1, XID or a COMMIT query), with lo
 file header (FORMAT_DESCRIPTION, GTID_LIST, BINLOG_CHECKPOINT) right. A call is validated and encoded completely
 before the first byte is written, so a ValueError (an impossible value, a GTID going backwards, an event over
 4 GiB) leaves the files as they were. Files, the index and the in-use flag are written by binlogd's own writer
-(server/binlog_writer.py), so a builder may append to a directory that `binlogd serve --binlog-dir` is serving:
+(server/binlog/writer.py), so a builder may append to a directory that `binlogd serve --binlog-dir` is serving:
 waiting dumps pick new groups up within the server's 0.5 s directory poll.
 """
 
@@ -82,7 +82,7 @@ from binlogd.protocol.events import (
 from binlogd.protocol.gtid import BinlogState, parse_gtid_list
 from binlogd.protocol.gtid import Gtid as StateGtid
 from binlogd.protocol.row_encode import STMT_END_F, ColumnDef, rows_data, table_map_body
-from binlogd.server.binlog_writer import BinlogWriter
+from binlogd.server.binlog.writer import BinlogWriter
 
 from .columns import columns as parse_columns
 

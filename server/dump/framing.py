@@ -32,9 +32,9 @@ from binlogd.protocol.rewrite import RewriteError, begin_event, dummy_event
 from binlogd.protocol.semisync import event_prefix
 from binlogd.protocol.table_filter import rename_db
 
+from ..binlog.store import BinlogStore
 from ..gtid_start import GtidStartError
 from ..ledger import jstr
-from ..store import BinlogStore
 from .params import DumpError, DumpParams, DumpStats
 from .records import _ACTION_NAME, _PEEK, Runs
 

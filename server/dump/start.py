@@ -6,6 +6,7 @@ from binlogd.protocol import errors
 from binlogd.protocol.constants import BIN_LOG_HEADER_SIZE
 from binlogd.protocol.gtid import GtidError, parse_gtid_list
 
+from ..binlog.store import BinlogStore, StoreError
 from ..gtid_start import (
     GtidSkipper,
     GtidStartError,
@@ -13,7 +14,6 @@ from ..gtid_start import (
     drop_reached_until,
     file_acceptable,
 )
-from ..store import BinlogStore, StoreError
 from ..transcode import map_start
 from .params import DumpError, DumpParams
 

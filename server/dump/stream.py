@@ -45,12 +45,12 @@ from binlogd.protocol.rewrite import (
 )
 from binlogd.protocol.table_filter import TableFilterStream
 
+from ..binlog.store import BLOCK, BinlogStore
 from ..fault_writer import FaultStop, FaultWriter
 from ..faults import MAX_ERROR_TEXT
 from ..gtid_start import GtidSkipper
 from ..ledger import NULL, EvRecord, Ledger, jstr
 from ..semisync import SemiSyncMaster
-from ..store import BLOCK, BinlogStore
 from ..transcode import TranscodeRefused, TranscodingWriter, target_algorithm
 from .framing import _LEN, Framing
 from .params import DumpError, DumpParams, DumpStats, Writer

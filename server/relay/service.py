@@ -6,7 +6,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from binlogd.server.binlog_writer import BinlogWriter
+from binlogd.server.binlog.writer import BinlogWriter
 from binlogd.server.heap import keep_freed_buffers
 
 from .status import RelayStatus
@@ -17,7 +17,8 @@ log = logging.getLogger("binlogd.relay")
 
 
 async def open_relay(cfg: UpstreamConfig, datadir: Path, basename: str, sync_binlog: int = 0) -> UpstreamRelay:
-    """Recover `datadir` (cutting a torn or unfinished trailing group a crash left) and start the upstream IO.
+    """Recover `datadir` (crash rule 4 of `server.binlog.writer`: what was never published is cut) and start the
+    upstream IO.
 
     The store dump streams read is `relay.storage.w.store`; it may still be empty (no file until the upstream's
     first FDE arrives).

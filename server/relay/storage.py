@@ -6,10 +6,10 @@ file's FDE (its real one when the dump starts at 4, a copy with log_pos 0 when i
 file's events in order, a real ROTATE at its end, and heartbeats when idle. Every stored event must start exactly
 where the file ends (its header's log_pos minus its length): anything else is refused, never stored.
 
-Events are collected in memory and handed to the writer as whole groups, one write per batch; the commit
-(publication to dump streams) happens at group ends only, so a replica of binlogd never sees half an event or half
-a transaction.
-A group larger than SPILL_BYTES is written to the file before its end (still unpublished) to bound memory.
+Events are collected in memory and handed to the writer as whole groups, one write and one commit per batch. What
+is safe to commit, and what a crash leaves, follows the crash rules of `server.binlog.writer` (numbered there): a
+commit only at a group end (1), a group larger than SPILL_BYTES written before its end and unpublished (1), a real
+ROTATE published only with the file it names (3), and a resume from the committed end (7).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .status import ER_SLAVE_RELAY_LOG_WRITE_FAILURE, RelayStatus
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from binlogd.server.binlog_writer import BinlogWriter
+    from binlogd.server.binlog.writer import BinlogWriter
 
 log = logging.getLogger("binlogd.relay")
 
@@ -120,8 +120,8 @@ class RelayStorage:
         self.buf = bytearray()  # received events not yet handed to the writer: whole groups, then an incomplete one
         self.complete = 0  # length of the whole groups at the start of `buf`
         self.spilled = False  # part of the current group is already in the file (uncommitted)
-        # a real ROTATE is written but not published until the file it names exists: a replica that got it and
-        # reconnects must find that file. After recovery only such a ROTATE can be left unpublished.
+        # a real ROTATE written, unpublished until the file it names exists (crash rule 3); after recovery only such
+        # a ROTATE can be left unpublished (rule 4)
         self.rotate_pending = writer.end != writer.committed
         self.last_ts = 0  # timestamp of the last whole group's last event (Seconds_Behind_Master)
         self.gtid_session = False

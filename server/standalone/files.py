@@ -1,7 +1,7 @@
 """The standalone primary's binlog files on top of the shared writer: headers, GTID sequence, rotation, PURGE.
 
 Everything here runs in the one writer thread (`source.py`); the file, index, fsync and crash-recovery code is
-`server.binlog_writer.BinlogWriter`'s. Like MariaDB, every start opens a new file; each file begins with the
+`server.binlog.writer.BinlogWriter`'s. Like MariaDB, every start opens a new file; each file begins with the
 FORMAT_DESCRIPTION (`created` = the start time in the first file of a run, 0 after a rotation), a GTID_LIST of
 the binlog state and a BINLOG_CHECKPOINT. MariaDB's checkpoint names the oldest file whose transactions a storage
 engine may still need for crash recovery; binlogd has no engine (the binlog is its only state), so every file's
@@ -43,7 +43,7 @@ from binlogd.protocol.events import (
 from binlogd.protocol.gtid import BinlogState
 from binlogd.protocol.gtid import Gtid as StateGtid
 
-from ..binlog_writer import BinlogWriter, RecoveryReport
+from ..binlog.writer import BinlogWriter, RecoveryReport
 from ..expiry import PurgeRequest, choose_victims, file_mtime
 from .logger import Group, encode_group
 from .schema import Catalogue, SchemaStore, replay

@@ -29,11 +29,11 @@ from binlogd.protocol.events import AutoIncrement, QueryCharset
 from mysql_mimic.charset import Collation
 
 from .. import sysvars as SV
-from ..binlog_writer import BinlogWriteError, BinlogWriter
+from ..binlog.store import BinlogStore
+from ..binlog.writer import BinlogWriteError, BinlogWriter
 from ..expiry import PurgeRequest, purge_request
 from ..semisync import SemiSyncMaster
 from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
-from ..store import BinlogStore
 from . import prepared
 from .classify import Kind, Statement, classify
 from .files import BinlogFiles

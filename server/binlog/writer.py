@@ -1,9 +1,35 @@
-"""The one writer of binlogd's own binlog directory (standalone and relay modes).
+"""The one writer of binlogd's own binlog directory (standalone and relay modes), and its crash rules.
 
-Owns the active file, the index and durability: bytes are appended with `write()`, become visible to dump streams
-only at `commit()` (a group end), and a crash is repaired by `recover()`, which truncates a torn event and any
-event group the crash interrupted, so nothing half-written is ever served. Every method does blocking file I/O:
-call them from one worker thread (never on the event loop), one call at a time.
+Owns the active file, the index and durability. Every method does blocking file I/O: call them from one worker
+thread (or, for the standalone's sync_binlog 0 appends, the event loop while no thread job runs), one call at a time.
+
+The crash rules (kill -9 or power loss at any instant; stated here once, relied on by `server.relay.storage`,
+`server.standalone` and the read side `server.binlog.store`):
+
+1. Visible only when committed. `write()` appends bytes dumps cannot see; `commit()` publishes them
+   (`BinlogStore.published_end` caps the active file at the last publication). Callers commit at event-group ends
+   only, so no reader ever gets half an event or half a transaction. A group too large to hold in memory may be
+   written before its end (the relay's spill) and stays unpublished until it ends.
+2. Durable before visible. `commit()` fdatasyncs every `sync_binlog`-th commit before publishing (0: the OS
+   decides; kill -9 keeps the page cache, a power loss may not), so what a replica got, or a semi-sync upstream
+   was acknowledged, survives a crash of binlogd as far as sync_binlog promises.
+3. A closing ROTATE is published with the file it names. The caller writes it and does not commit it;
+   `start_file()` creates the next file with its header (fsynced), closes the old one (in-use flag cleared,
+   fsynced), adds the new file to the index (rule 5), and then publishes. A replica that received the ROTATE and
+   reconnects always finds the file; a crash in between leaves the ROTATE written but unpublished (rule 4), and the
+   relay discards it on resume so the upstream sends it again.
+4. Recovery cuts what was never published, before anything is served or appended (`recover()`): a missing index
+   is rebuilt from the numbered files, a listed file that is missing is an error, what an interrupted purge left is
+   deleted (rule 5), an active file without a whole, valid FDE (a crash while creating it) is removed from disk and
+   index, and the active file is truncated (fsynced) after its last whole group, every event's length and CRC
+   checked: a torn event or an unfinished group is gone. A trailing ROTATE stays written, unpublished (rule 3).
+5. The index is replaced atomically (temporary file, fsync, rename, directory fsync: `server.binlog.index`).
+   A purge rewrites the index first and deletes after: a crash leaves files the index no longer names, which
+   recovery deletes, never an index naming a deleted file.
+6. The active file's FDE carries LOG_EVENT_BINLOG_IN_USE_F until a clean `close()`: a crash leaves it set, as
+   MariaDB's does (outside the FDE's CRC, so the bytes stay valid).
+7. `discard()` truncates what was written since the last commit: a source whose input ended mid-group (the relay's
+   upstream connection) resumes from `committed`, the end of the last whole group, and gets the rest again.
 """
 
 from __future__ import annotations
@@ -32,6 +58,7 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.groups import GroupTracker
 from binlogd.protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
 
+from .index import purged_leftovers, write_index
 from .store import BinlogStore
 
 log = logging.getLogger("binlogd.writer")
@@ -95,18 +122,12 @@ class BinlogWriter:
         return self._committed
 
     def _write_index(self, names: list[str]) -> None:
-        tmp = self.index_path.with_suffix(".index_tmp")
-        with open(tmp, "w") as f:
-            f.writelines(f"./{n}\n" for n in names)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.index_path)
-        dfd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        write_index(self.directory, self.index_path, names)  # crash rule 5
+        self._set_names(names)
+
+    def _set_names(self, names: list[str]) -> None:
         self._names = list(names)
+        self.store.own_names(names)  # after the index on disk says so (the order crash rule 3 relies on)
 
     # --- recovery ------------------------------------------------------------------------------------
     def recover(self) -> RecoveryReport:
@@ -152,23 +173,17 @@ class BinlogWriter:
             # a closing ROTATE whose file was never created stays unpublished until start_file creates it
             publish = last_rotate if last_rotate is not None and last_rotate < good else good
             break
-        self._names = names
+        self._set_names(names)
         if names:
             self._open_active(rep.last_end, publish)
         return rep
 
     def _finish_purge(self, names: list[str]) -> None:
-        """Delete the files a purge interrupted by a crash left: numbered before the index's first file and no
-        longer in it (`purge` rewrites the index first, then deletes)."""
-        if not names:
-            return
-        first = _number(names[0])
-        for p in self.directory.glob(f"{self.basename}.*"):
-            num = _number(p.name)
-            if num is not None and first is not None and num < first and p.name not in names and p.is_file():
-                log.warning("recovery: %s is no longer in %s (a purge was interrupted); deleting it", p.name,
-                            self.index_path.name)
-                p.unlink(missing_ok=True)
+        """Delete the files a purge interrupted by a crash left (crash rule 5)."""
+        for p in purged_leftovers(self.directory, self.basename, names):
+            log.warning("recovery: %s is no longer in %s (a purge was interrupted); deleting it", p.name,
+                        self.index_path.name)
+            p.unlink(missing_ok=True)
 
     @staticmethod
     def _whole_header_end(data: bytes) -> int | None:
@@ -332,11 +347,6 @@ class BinlogWriter:
         """Clear the in-use flag of the active file (a clean shutdown); uncommitted bytes are dropped."""
         self._close_active()
 
-
-def _number(name: str) -> int | None:
-    """NNNNNN of BASENAME.NNNNNN, else None."""
-    ext = name.rsplit(".", 1)[-1]
-    return int(ext) if ext.isdigit() else None
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
