@@ -173,7 +173,7 @@ def _for_sqlglot(text: str) -> str:
     """The statement as sqlglot's MySQL grammar takes it, same length (error positions stay right): REPLACE parsed
     as INSERT, the priority / IGNORE modifiers (which change nothing binlogd extracts) blanked."""
     m = _MODIFIERS.match(text)
-    if m is None:
+    if m is None or (not m.group(2) and m.group(1)[0] in "IUDiud"):  # (no copy for what sqlglot takes as it is)
         return text
     verb = "INSERT " if m.group(1).upper() == "REPLACE" else m.group(1)
     return verb + " " * len(m.group(2)) + text[m.end() :]
@@ -275,13 +275,38 @@ def classify(sql: str, default_db: str | None) -> Statement:
     return Statement(Kind.OTHER, sql)
 
 
+ShapeKey = tuple[bool, str]
+ShapeInfo = tuple[tuple[str, ...], bool, bool, bool, DmlPlan | None]
+
+
+def _shape_key(src: str, default_db: str | None) -> ShapeKey | None:
+    """The shape cache's key of a DML text as sqlglot takes it; None for text with a comment mark (not shaped)."""
+    if "--" in src or "#" in src or "/*" in src:
+        return None
+    return default_db is None, _LITERAL.sub(_shape_of, src)
+
+
+def dml_shape(sql: str, default_db: str | None) -> ShapeKey | None:
+    """The shape key of a DML statement as `classify` computes it (same strip, verb and normalisation), None when
+    it is not DML or not shaped. For the standalone source's per-session cache of ready statements
+    (`StandaloneSource.start`): a key it has seen there needs no classification at all."""
+    text = _strip(sql)
+    if _DML_VERB.match(text) is None:
+        return None
+    return _shape_key(_for_sqlglot(text), default_db)
+
+
+def shape_info(key: ShapeKey) -> ShapeInfo | None:
+    """What the shape cache holds for `key` (a shape `classify` accepted), else None."""
+    return _SHAPES.get(key)
+
+
 def _dml(text: str, sql: str, default_db: str | None) -> Statement:
     """DML, through a cache of statement shapes: the tokens with literal values left out decide validity and
     everything extracted, so a stream of same-shaped statements (the usual write load) is parsed once."""
     src = _for_sqlglot(text)
-    key = None
-    if "--" not in src and "#" not in src and "/*" not in src:
-        key = (default_db is None, _LITERAL.sub(_shape_of, src))
+    key = _shape_key(src, default_db)
+    if key is not None:
         hit = _SHAPES.get(key)
         if hit is not None:
             return Statement(Kind.DML, sql, *hit[:4], plan=hit[4])

@@ -175,42 +175,43 @@ class BinlogFiles:
         return name
 
     # --- writing -------------------------------------------------------------------------------------
-    def write_groups(self, groups: list[Group]) -> list[str]:
+    def write_groups(self, groups: list[Group]) -> None:
         """Write the groups and commit them together (one fsync per sync_binlog); rotate past the size limit.
 
-        Returns the GTIDs given. On an I/O error nothing of the batch stays in the file or the sequence.
-        """
-        seq0 = self.seq_no
-        gtids: list[str] = []
+        On an I/O error nothing of the batch stays in the file or the sequence. Runs once per commit on the event
+        loop with sync_binlog 0: nothing is built here that the commit does not need (the GTIDs are the sequence
+        numbers after `seq_no` before the call)."""
+        seq0 = seq_no = self.seq_no
+        w = self.w
         ends: list[int] = []
         try:
+            end = w.end
             for g in groups:
-                self.seq_no += 1
-                data = encode_group(g, server_id=self.server_id, domain_id=self.domain_id, seq_no=self.seq_no,
-                                    start=self.w.end)
-                self.w.write(data)
-                ends.append(self.w.end)
-                gtids.append(f"{self.domain_id}-{self.server_id}-{self.seq_no}")
-            name = self.w.active or ""
+                seq_no += 1
+                end = w.write(encode_group(g, server_id=self.server_id, domain_id=self.domain_id, seq_no=seq_no,
+                                           start=end))
+                ends.append(end)
+            self.seq_no = seq_no
+            name = w.active or ""
             if self.on_written is not None:
                 self.on_written(name, ends)
-            self.w.commit()
+            w.commit()
         except BaseException:
             self.seq_no = seq0
             try:
-                self.w.discard()
+                w.discard()
             except OSError:
                 log.exception("cannot drop the uncommitted bytes after a failed write")
             raise
         self.last_ends = [(name, e) for e in ends]
-        self.state.update(StateGtid(self.domain_id, self.server_id, self.seq_no))
+        self.state.update(StateGtid(self.domain_id, self.server_id, seq_no))
         self.groups_committed += len(groups)  # MariaDB Binlog_commits (metrics)
-        changes = [g.schema_change for g in groups if g.schema_change is not None]
-        if changes:
-            replay(self.schema, changes)
-        if self.w.end >= self.max_binlog_size:
+        for g in groups:
+            if g.schema_change is not None:
+                replay(self.schema, [c for c in (g.schema_change for g in groups) if c is not None])
+                break
+        if end >= self.max_binlog_size:
             self.rotate()
-        return gtids
 
     def rotate(self) -> str:
         """ROTATE to the next file (FLUSH BINARY LOGS, or the size limit); returns the new file's name."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from binlogd.protocol.constants import LOG_EVENT_SUPPRESS_USE_F
+from binlogd.protocol.constants import LOG_EVENT_SUPPRESS_USE_F, QUERY_EVENT
 from binlogd.protocol.events import AutoIncrement, QueryCharset
 from mysql_mimic.charset import Collation
 
@@ -35,7 +35,7 @@ from ..semisync import SemiSyncMaster
 from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
 from ..store import BinlogStore
 from . import prepared
-from .classify import Kind, Statement, classify
+from .classify import Kind, ShapeKey, Statement, classify, dml_shape, shape_info
 from .files import BinlogFiles
 from .logger import (
     FLAGS2,
@@ -47,6 +47,7 @@ from .logger import (
     QueryContext,
     StatementEvents,
     TablesInfoHook,
+    query_body,
 )
 from .schema import SYSTEM_DATABASES, Catalogue, DmlPlan, apply_statement
 from .session import WriteSession
@@ -62,6 +63,7 @@ _TRIM = " \t\n\r\v\f"
 # bytes beyond the bodies that a group / an event adds when encoded (GTID, XID, headers, checksums), generously
 _INLINE_GROUP_MARGIN = 256
 _INLINE_EVENT_MARGIN = 64
+_READY_MAX = 256  # ready statements per session (a shape cache entry each)
 
 
 # a started commit (StandaloneSource.commit_nowait): where it ended when appended at once, else a future of that
@@ -138,6 +140,7 @@ class StandaloneSource:
         self.semi_sync: SemiSyncMaster | None = None  # --rpl-semi-sync-master-enabled: commits wait for an ack
         self._checked: set[tuple[DmlPlan, str | None, bool]] = set()  # DML shapes the catalogue accepted
         self._in_thread = 0  # writer-thread jobs in flight (an inline append waits until there are none)
+        self._epoch = 0  # bumped whenever the catalogue may have changed: sessions' ready statements are stale
 
     @property
     def view(self) -> Primary:
@@ -156,7 +159,7 @@ class StandaloneSource:
         elif report.file:
             log.info("binlog %s recovered cleanly (end %d)", report.file, report.last_end)
         self.schema = self.files.schema.clone()
-        self._checked.clear()
+        self._catalogue_changed()
         return self.writer.store
 
     async def close(self) -> None:
@@ -192,8 +195,12 @@ class StandaloneSource:
         keeps every binlog change in one order."""
         if self.cfg.sync_binlog or self._in_thread:
             return False
-        size = sum(_INLINE_GROUP_MARGIN + sum(len(ev[1]) + _INLINE_EVENT_MARGIN for ev in g.events) for g in groups)
-        return self.writer.end + size < self.cfg.max_binlog_size
+        size = self.writer.end
+        for g in groups:
+            size += _INLINE_GROUP_MARGIN
+            for ev in g.events:
+                size += len(ev[1]) + _INLINE_EVENT_MARGIN
+        return size < self.cfg.max_binlog_size
 
     def enable_semi_sync(self, semi: SemiSyncMaster) -> None:
         """Commits wait for a semi-sync replica's ack of their group, after it is durable (`commit`)."""
@@ -236,10 +243,11 @@ class StandaloneSource:
                 batch, self._pending = self._pending, []
                 groups = [g for gs, _ in batch for g in gs]
                 try:
+                    seq0 = self.files.seq_no
                     if self._write_inline(groups):
-                        gtids = self.files.write_groups(groups)
+                        self.files.write_groups(groups)
                     else:
-                        gtids = await self._run(self.files.write_groups, groups)
+                        await self._run(self.files.write_groups, groups)
                 except (OSError, BinlogWriteError) as e:
                     err = self._write_error(e)
                     for _, fut in batch:
@@ -247,7 +255,9 @@ class StandaloneSource:
                             fut.set_exception(err)
                     continue
                 if log.isEnabledFor(logging.DEBUG):
-                    log.debug("committed %d group(s): %s", len(groups), " ".join(gtids))
+                    f = self.files
+                    log.debug("committed %d group(s): %s", len(groups),
+                              " ".join(f"{f.domain_id}-{f.server_id}-{n}" for n in range(seq0 + 1, f.seq_no + 1)))
                 ends = self.files.last_ends
                 i = 0
                 for gs, fut in batch:
@@ -317,6 +327,11 @@ class StandaloneSource:
         DML is checked, turned into events and its commit started; transaction control and SET that the SQL surface
         answers from the session alone are answered. Anything else comes back classified, untouched, for `execute`.
         Raises SqlError (nothing logged) as `execute` does. Not for PREPARE / EXECUTE (the caller routes them)."""
+        if (st.autocommit and not st.in_transaction and st.sql_log_bin and self.tables_info is None
+                and not ws.events):
+            done = self._ready_dml(sql, st, ws)
+            if done is not None:
+                return done
         try:
             stmt = classify(sql, st.database)
             kind = stmt.kind
@@ -337,6 +352,57 @@ class StandaloneSource:
         result = execute(sql, st, self.view)
         group = self._ends_transaction(kind, autocommit_before, st, ws)
         return Done(result, None if group is None else self.commit_nowait([group]))
+
+    def _ready_dml(self, sql: str, st: SessionState, ws: WriteSession) -> Done | None:
+        """An autocommit DML statement whose shape this session logged before, in an unchanged session and catalogue:
+        its group straight from the session's ready Query prefix, with no Statement, check or QueryContext built
+        (the events `_dml` / `_statement` give for it, tests/test_standalone_fast_path.py). None: the full path."""
+        key = dml_shape(sql, st.database)
+        if key is None:
+            return None
+        sv = st.session_sysvars
+        if "insert_id" in sv:
+            return None
+        stamp = (tuple(sv.items()), st.database, self._epoch)
+        if ws.ready_stamp != stamp:
+            ws.ready.clear()
+            ws.ready_stamp = stamp
+        prefix = ws.ready.get(key)
+        if prefix is None:
+            prefix = self._make_ready(key, st, ws)
+            if prefix is None:
+                return None
+        ts_f = sv.get("timestamp")
+        ts = int(float(ts_f) if isinstance(ts_f, int | float) and ts_f else time.time())
+        text = sql.lstrip(_TRIM).rstrip(_TRIM + ";")
+        group = Group(ddl=False, events=[(QUERY_EVENT, prefix + text.encode(), 0, ts)], timestamp=ts,
+                      skip=st.skip_replication, xid=next(self._query_ids), info=[text])
+        if text[:7].upper().startswith(("INSERT", "REPLACE")):
+            ws.last_insert_id = None  # (as `_dml`)
+        st.diagnostics = []
+        return Done(Ok(), self.commit_nowait([group]))
+
+    def _make_ready(self, key: ShapeKey, st: SessionState, ws: WriteSession) -> bytes | None:
+        """The ready Query prefix of a shape `classify` accepted that logs nothing but its Query (no user variable,
+        RAND, LAST_INSERT_ID or clock) once the catalogue accepts it in this session; None: the full path (which
+        also gives a refusal its error and SHOW WARNINGS)."""
+        info = shape_info(key)
+        if info is None or any(info[:4]):
+            return None
+        plan = info[4]
+        try:
+            if plan is not None:
+                self._check_dml(plan, st)
+        except SqlError:
+            return None
+        if len(ws.ready) >= _READY_MAX:
+            ws.ready.clear()
+        prefix = ws.ready[key] = query_body(b"", self._context(st, ws, False, 0.0))
+        return prefix
+
+    def _catalogue_changed(self) -> None:
+        self._checked.clear()
+        self._epoch += 1
 
     async def _after_surface(self, kind: Kind, autocommit_before: bool, st: SessionState, ws: WriteSession) -> None:
         group = self._ends_transaction(kind, autocommit_before, st, ws)
@@ -517,10 +583,10 @@ class StandaloneSource:
             # only logged DDL changes the catalogue (it models the replicas); unlogged DDL is checked on a copy
             notes = apply_statement(self.schema if st.sql_log_bin else self.schema.clone(), stmt, db)
         except SqlError:
-            self._checked.clear()  # DDL changed or tried to change the catalogue: DML shapes are checked again
+            self._catalogue_changed()  # DDL changed or tried to change the catalogue: DML shapes are checked again
             await self.commit(groups)  # the implicit commit happened before the statement failed (as in MariaDB)
             raise
-        self._checked.clear()  # the catalogue may have changed: DML shapes are checked again
+        self._catalogue_changed()  # the catalogue may have changed: DML shapes are checked again
         query_id = next(self._query_ids)
         if st.sql_log_bin:
             ev = self._statement(stmt, st, ws, query_id)
