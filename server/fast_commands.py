@@ -92,6 +92,7 @@ class FastCommands(asyncio.Protocol):
         self._codec = "utf-8"
         self._last_data = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._loop = asyncio.get_running_loop()  # (made on the connection's loop, in its task)
 
     @staticmethod
     def usable(stream: object) -> bool:
@@ -111,7 +112,7 @@ class FastCommands(asyncio.Protocol):
         if reader.exception() is not None or getattr(reader, "_eof", True) or self._writer.transport.is_closing():
             return True  # (after the end of file no callback comes: the stream path reads what is left, then ends)
         transport = cast(asyncio.Transport, self._writer.transport)  # (uvloop's is not an asyncio.Transport)
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         self._transport = transport
         self._stream_protocol = transport.get_protocol()
         self._ok = _frame(self._host.fast_path_ok(), 1)
@@ -137,7 +138,7 @@ class FastCommands(asyncio.Protocol):
     # --- asyncio.Protocol ---------------------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         self._buf += data
-        self._last_data = asyncio.get_running_loop().time()
+        self._last_data = self._loop.time()  # (not asyncio.get_running_loop(): a getpid(2) per call)
         if not self._busy:
             self._process()
 
@@ -263,14 +264,13 @@ class FastCommands(asyncio.Protocol):
     def _arm_idle_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        loop = asyncio.get_running_loop()
-        self._timer = loop.call_at(self._last_data + self._host._wait_timeout(), self._idle_check)
+        self._timer = self._loop.call_at(self._last_data + self._host._wait_timeout(), self._idle_check)
 
     def _idle_check(self) -> None:
         """wait_timeout: a client idle for longer is dropped silently (as the stream path's timed read does)."""
         if self._back is None:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         timeout = self._host._wait_timeout()
         left = self._last_data + timeout - loop.time()
         if left > 0 or self._busy:

@@ -140,6 +140,7 @@ class StandaloneSource:
         self.semi_sync: SemiSyncMaster | None = None  # --rpl-semi-sync-master-enabled: commits wait for an ack
         self._checked: set[tuple[DmlPlan, str | None, bool]] = set()  # DML shapes the catalogue accepted
         self._in_thread = 0  # writer-thread jobs in flight (an inline append waits until there are none)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the event loop (set by `open`)
         self._epoch = 0  # bumped whenever the catalogue may have changed: sessions' ready statements are stale
 
     @property
@@ -150,7 +151,7 @@ class StandaloneSource:
 
     # --- lifecycle -----------------------------------------------------------------------------------
     async def open(self) -> BinlogStore:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self.writer.store.bind_loop(loop)
         report = await self._run(self.files.open)
         if report.truncated_bytes:
@@ -223,7 +224,7 @@ class StandaloneSource:
             except (OSError, BinlogWriteError) as e:
                 raise self._write_error(e) from e
             return self.files.last_ends[-1]
-        loop = asyncio.get_running_loop()
+        loop = self._loop or asyncio.get_running_loop()  # (the loop `open` ran on: no getpid(2) per commit)
         fut: asyncio.Future[tuple[str, int]] = loop.create_future()
         self._pending.append((groups, fut))
         if not self._draining:
@@ -246,8 +247,8 @@ class StandaloneSource:
                     seq0 = self.files.seq_no
                     if self._write_inline(groups):
                         self.files.write_groups(groups)
-                    else:
-                        await self._run(self.files.write_groups, groups)
+                    else:  # encoded here: the thread only writes and syncs (GIL-free syscalls)
+                        await self._run(self.files.write_groups, groups, self.files.encode(groups))
                 except (OSError, BinlogWriteError) as e:
                     err = self._write_error(e)
                     for _, fut in batch:
