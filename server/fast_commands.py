@@ -30,7 +30,7 @@ from binlogd.protocol.sqlserver import SafeStream, extra_info
 
 from .sql_surface import Ok, SessionState, SqlError
 from .standalone.session import WriteSession
-from .standalone.source import Done, StandaloneSource, note_error
+from .standalone.source import SET_USER_INT, Done, StandaloneSource, note_error
 
 log = logging.getLogger("binlogd.conn")
 
@@ -206,7 +206,7 @@ class FastCommands(asyncio.Protocol):
                 pos += 4 + length
                 if reply:
                     out.append(reply)
-                if verb == "SET":  # SET NAMES (the next statements' text), SET wait_timeout
+                if verb == "SET" and SET_USER_INT.fullmatch(sql) is None:  # SET NAMES, SET wait_timeout
                     self._codec = self._host.fast_path_codec()
                     self._arm_idle_timer()
         finally:

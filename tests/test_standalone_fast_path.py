@@ -281,3 +281,46 @@ def test_a_repeated_autocommit_shape_skips_classification(sides: tuple[asyncio.A
         assert loop.run_until_complete(_run(fast, sqls[1])) is None
         assert loop.run_until_complete(_run(fast, sqls[1])) is None
     assert check.call_count == 1
+    for _ in range(2):  # (the two binlogs stay alike for the module's other tests)
+        _cold(full)
+        assert loop.run_until_complete(_run(full, sqls[1])) is None
+    assert _events_from(fast.path, start_fast) == _events_from(full.path, start_full)
+
+
+@st.composite
+def user_sets(draw: st.DrawFn) -> str:
+    """`SET @name = integer` as clients write it, and near misses the fast path must leave to the SQL surface."""
+    ws = st.sampled_from(["", " ", "  ", "\t", "\n", " \r\n "])
+    name = draw(st.sampled_from(["v", "V0", "_x", "a_b_9", "binlogd_replicate_do_db", "x" * 64, "x" * 65, "1a", "é",
+                                 "a.b", "a$"]))
+    value = draw(st.one_of(st.integers(-10**18, 10**18).map(str), st.sampled_from(
+        ["007", "-0", "999999999999999999", "9223372036854775807", "18446744073709551616", "1e3", "- 5", "--1",
+         "1 2", "0x10", "'5'", "NULL", ""])))
+    op = draw(st.sampled_from(["=", ":=", " = ", "=="]))
+    verb = draw(st.sampled_from(["SET", "set", "Set", "SET@"]))
+    gap = draw(st.sampled_from([" ", "  ", "\t"])) if verb != "SET@" else ""
+    return (f"{draw(ws)}{verb}{gap}@{name}{draw(ws)}{op}{draw(ws)}{value}{draw(ws)}"
+            f"{draw(st.sampled_from(['', ';', ' ;', ';;']))}{draw(ws)}")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sql=user_sets())
+def test_set_user_variable_fast_path_is_the_sql_surface(sides: tuple[asyncio.AbstractEventLoop, Side, Side],
+                                                        sql: str) -> None:
+    """`SET @name = integer` answered by `StandaloneSource.start` stores what the SQL surface's SET stores (or the
+    statement goes to the surface), and a DML statement reading the variable logs the same USER_VAR event."""
+    loop, full, fast = sides
+    start_full, start_fast = full.path.stat().st_size, fast.path.stat().st_size
+    assert start_full == start_fast
+    with mock.patch.object(source_mod, "SET_USER_INT", mock.Mock(fullmatch=lambda _: None)):
+        want = loop.run_until_complete(_run(full, sql))
+    got = loop.run_until_complete(_run(fast, sql))
+    assert got == want, sql
+    assert fast.st.user_vars == full.st.user_vars, sql
+    assert {k: type(v) for k, v in fast.st.user_vars.items()} == {k: type(v) for k, v in full.st.user_vars.items()}
+    assert fast.st.diagnostics == full.st.diagnostics, sql
+    name = next(iter(fast.st.user_vars), None)
+    if name is not None and name.isidentifier():
+        dml = f"INSERT INTO u VALUES (@{name}, 'x')"
+        assert loop.run_until_complete(_run(full, dml)) == loop.run_until_complete(_run(fast, dml))
+    assert _events_from(fast.path, start_fast) == _events_from(full.path, start_full), sql

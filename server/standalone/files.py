@@ -52,7 +52,7 @@ from .schema import Catalogue, SchemaStore, replay
 log = logging.getLogger("binlogd.standalone")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Encoded:
     """A batch of groups encoded ahead of its write (`BinlogFiles.encode`): valid at file end `start` after
     sequence number `seq0`; `ends` are the groups' end offsets."""

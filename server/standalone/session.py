@@ -31,7 +31,7 @@ class WriteSession:
     prepared: dict[str, Prepared] = field(default_factory=dict)  # SQL PREPARE name -> statement (lower-case names)
     # autocommit DML shapes this session logged -> their Query body up to the text, valid while `ready_stamp` (the
     # session's SET variables, database and the catalogue's epoch) is unchanged (StandaloneSource.start)
-    ready: dict[tuple[bool, str], bytes] = field(default_factory=dict)
+    ready: dict[tuple[bool, bool, str], bytes] = field(default_factory=dict)
     ready_stamp: object = None
 
     @property

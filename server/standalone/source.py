@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import logging
 import random
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,6 +61,12 @@ log = logging.getLogger("binlogd.standalone")
 ER_ERROR_ON_WRITE = 1026
 RAND_MAX_SEED = 0x3FFFFFFF  # my_rnd's max_value: MariaDB's seeds are below it
 _TRIM = " \t\n\r\v\f"
+_TRIM_END = _TRIM + ";"
+# `SET @name = integer`: a user variable set from an integer literal, answered without the SQL surface's lexer,
+# parser and evaluator (tests/test_standalone_fast_path.py compares it with them)
+_WS = r"[ \t\n\r\v\f]*"
+SET_USER_INT = re.compile(rf"{_WS}SET{_WS[:-1]}+@([A-Za-z_][A-Za-z0-9_]{{0,63}}){_WS}:?={_WS}"
+                          rf"(-?[0-9]{{1,18}}){_WS};?{_WS}", re.I)
 # bytes beyond the bodies that a group / an event adds when encoded (GTID, XID, headers, checksums), generously
 _INLINE_GROUP_MARGIN = 256
 _INLINE_EVENT_MARGIN = 64
@@ -70,10 +77,11 @@ _READY_MAX = 256  # ready statements per session (a shape cache entry each)
 Commit = tuple[str, int] | asyncio.Future[tuple[str, int]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Done:
     """A statement answered without waiting (StandaloneSource.start): its result, and the commit its answer waits
-    for (None: nothing to wait for)."""
+    for (None: nothing to wait for). Not frozen: one is made per statement, and a frozen dataclass's __init__ sets
+    each field through object.__setattr__."""
 
     result: ResultSet | Ok
     commit: Commit | None
@@ -333,6 +341,10 @@ class StandaloneSource:
             done = self._ready_dml(sql, st, ws)
             if done is not None:
                 return done
+        m = SET_USER_INT.fullmatch(sql)
+        if m is not None and not m.group(1).lower().startswith("binlogd"):  # (@binlogd_*: checked by the surface)
+            st.user_vars[m.group(1).lower()] = int(m.group(2))  # what the SQL surface's SET stores for it
+            return Done(Ok(), None)
         try:
             stmt = classify(sql, st.database)
             kind = stmt.kind
@@ -375,7 +387,7 @@ class StandaloneSource:
                 return None
         ts_f = sv.get("timestamp")
         ts = int(float(ts_f) if isinstance(ts_f, int | float) and ts_f else time.time())
-        text = sql.lstrip(_TRIM).rstrip(_TRIM + ";")
+        text = sql.lstrip(_TRIM).rstrip(_TRIM_END)
         group = Group(ddl=False, events=[(QUERY_EVENT, prefix + text.encode(), 0, ts)], timestamp=ts,
                       skip=st.skip_replication, xid=next(self._query_ids), info=[text])
         if text[:7].upper().startswith(("INSERT", "REPLACE")):
