@@ -386,7 +386,8 @@ class StandaloneSource:
             if prefix is None:
                 return None
         ts_f = sv.get("timestamp")
-        ts = int(float(ts_f) if isinstance(ts_f, int | float) and ts_f else time.time())
+        # (a tuple, not `int | float`: that expression builds a UnionType object every time it runs)
+        ts = int(float(ts_f) if isinstance(ts_f, (int, float)) and ts_f else time.time())
         text = sql.lstrip(_TRIM).rstrip(_TRIM_END)
         group = Group(ddl=False, events=[(QUERY_EVENT, prefix + text.encode(), 0, ts)], timestamp=ts,
                       skip=st.skip_replication, xid=next(self._query_ids), info=[text])
