@@ -32,7 +32,7 @@ class WriteSession:
     # autocommit DML shapes this session logged -> their Query body up to the text, valid while `ready_stamp` (the
     # session's SET variables, database and the catalogue's epoch) is unchanged (StandaloneSource.start)
     ready: dict[tuple[bool, bool, str], bytes] = field(default_factory=dict)
-    ready_stamp: object = None
+    ready_stamp: tuple[dict[str, object], str | None, int] | None = None
 
     @property
     def in_trx(self) -> bool:

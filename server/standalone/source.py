@@ -376,10 +376,10 @@ class StandaloneSource:
         sv = st.session_sysvars
         if "insert_id" in sv:
             return None
-        stamp = (tuple(sv.items()), st.database, self._epoch)
-        if ws.ready_stamp != stamp:
+        stamp = ws.ready_stamp  # (compared field by field: no tuple of the session's items per statement)
+        if stamp is None or stamp[2] != self._epoch or stamp[1] != st.database or stamp[0] != sv:
             ws.ready.clear()
-            ws.ready_stamp = stamp
+            ws.ready_stamp = (dict(sv), st.database, self._epoch)
         prefix = ws.ready.get(key)
         if prefix is None:
             prefix = self._make_ready(key, st, ws)
