@@ -25,8 +25,10 @@ writers / sync_binlog / statement class.
 3. Verification (not timed): the server's binlog files are read back with protocol.binlog_file.scan and the
    QUERY events holding the workload's statements are counted; every statement must be there exactly once
    (binlogd-tables-info: also one Tables_info event per statement). A mismatch makes the benchmark exit 1.
-4. Output: a table (statements/s, server CPU seconds, server CPU µs per statement, binlog bytes, the CPU other
-   processes used meanwhile) and the binlogd/MariaDB ratio; JSON in
+4. Output: a table (statements/s, server CPU seconds, server CPU µs per statement, the client's CPU µs per
+   statement (this process: the writer threads share one GIL, so the client caps the rate at about 1e6 / that
+   figure statements/s for every server alike), binlog bytes, the CPU other processes used meanwhile) and the
+   binlogd/MariaDB ratio; JSON in
    benchmarks/results/standalone_writes-<timestamp>.json.
 
 Every process started here is stopped by PID, also on errors and Ctrl-C/SIGTERM.
@@ -141,6 +143,7 @@ class RunResult:
     binlog_bytes: int = 0
     logged_statements: int = 0
     tables_info_events: int = 0
+    client_cpu_s: float = 0.0  # this process (the writer threads, one GIL) meanwhile
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -152,13 +155,18 @@ class RunResult:
         return self.server_cpu_s / self.statements * 1e6 if self.statements else 0.0
 
     @property
+    def client_cpu_us_per_statement(self) -> float:
+        return self.client_cpu_s / self.statements * 1e6 if self.statements else 0.0
+
+    @property
     def other_cpu_s(self) -> float:
         """CPU used meanwhile by everything but the server (includes this benchmark's writer threads)."""
         return max(0.0, self.machine_busy_cpu_s - self.server_cpu_s)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "statements_per_second": round(self.per_second, 1),
-                "server_cpu_us_per_statement": round(self.cpu_us_per_statement, 1)}
+                "server_cpu_us_per_statement": round(self.cpu_us_per_statement, 1),
+                "client_cpu_us_per_statement": round(self.client_cpu_us_per_statement, 1)}
 
 
 def _connect(server: Server, database: str | None = None) -> pymysql.connections.Connection:  # type: ignore[type-arg]
@@ -209,7 +217,7 @@ def run_writers(server: Server, writers: int, per_writer: int, progress: Any, kl
     try:
         for t in threads:
             t.start()
-        cpu0, busy0 = cpu_seconds(server.pid), machine_busy_seconds()
+        cpu0, busy0, own0 = cpu_seconds(server.pid), machine_busy_seconds(), time.process_time()
         barrier.wait()
         t0 = time.perf_counter()
         while any(t.is_alive() for t in threads):
@@ -218,8 +226,9 @@ def run_writers(server: Server, writers: int, per_writer: int, progress: Any, kl
                 t.join(0.2)
         wall = max(ends) - t0
         cpu, busy = cpu_seconds(server.pid) - cpu0, machine_busy_seconds() - busy0
+        own = time.process_time() - own0
     except threading.BrokenBarrierError:
-        wall, cpu, busy = 0.0, 0.0, 0.0
+        wall, cpu, busy, own = 0.0, 0.0, 0.0, 0.0
     finally:
         for t in threads:
             t.join()
@@ -227,7 +236,8 @@ def run_writers(server: Server, writers: int, per_writer: int, progress: Any, kl
             with contextlib.suppress(Exception):
                 c.close()
     progress.update(task, completed=sum(done))
-    return RunResult(server.key, server.label, writers, sum(done), wall, cpu, busy, sync_binlog, klass, errors=errors)
+    return RunResult(server.key, server.label, writers, sum(done), wall, cpu, busy, sync_binlog, klass,
+                     client_cpu_s=own, errors=errors)
 
 
 def binlog_files(directory: Path) -> list[Path]:
@@ -346,7 +356,7 @@ def print_table(results: list[RunResult], console: Console, repeat: int) -> dict
     title = "statements logged per second (autocommit, concurrent pymysql writers)"
     table = Table(title=title + (f", best of {repeat} runs" if repeat > 1 else ", one run"))
     for col in ("case", "server", "statements", "wall s", "statements/s", "server CPU s", "server µs/stmt",
-                "binlog MB", "other CPU s", "÷ MariaDB"):
+                "client µs/stmt", "binlog MB", "other CPU s", "÷ MariaDB"):
         table.add_column(col, justify="left" if col in ("case", "server") else "right")
     ratios: dict[str, float] = {}
     for r in results:
@@ -355,7 +365,8 @@ def print_table(results: list[RunResult], console: Console, repeat: int) -> dict
         if base is not None and r.key != "mariadb":
             ratios[f"{r.key}: {_case(r)}"] = round(ratio, 3)
         table.add_row(_case(r), r.label, f"{r.statements:,}", f"{r.wall_s:.2f}", f"{r.per_second:,.0f}",
-                      f"{r.server_cpu_s:.2f}", f"{r.cpu_us_per_statement:.0f}", f"{r.binlog_bytes / 1e6:.1f}",
+                      f"{r.server_cpu_s:.2f}", f"{r.cpu_us_per_statement:.0f}",
+                      f"{r.client_cpu_us_per_statement:.0f}", f"{r.binlog_bytes / 1e6:.1f}",
                       f"{r.other_cpu_s:.2f}", f"[bold]{ratio:.2f}[/]" if base else "-")
     console.print(table)
     for key, ratio in ratios.items():

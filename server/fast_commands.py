@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Protocol, cast
 
 from binlogd.protocol.constants import ER_UNKNOWN_ERROR
@@ -29,7 +30,7 @@ from binlogd.protocol.sqlserver import SafeStream, extra_info
 
 from .sql_surface import Ok, SessionState, SqlError
 from .standalone.session import WriteSession
-from .standalone.source import Done, StandaloneSource, note_error
+from .standalone.source import SET_USER_INT, Done, StandaloneSource, note_error
 
 log = logging.getLogger("binlogd.conn")
 
@@ -37,7 +38,6 @@ COM_QUERY = 0x03
 _MAX_FRAME = 0xFFFFFF
 # the first word of the statements `StandaloneSource.start` may answer (anything else is not even classified here)
 _VERBS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE", "SET", "BEGIN", "START", "COMMIT", "ROLLBACK"})
-_SPACE = " \t\n\r\v\f"
 
 
 class Host(Protocol):
@@ -56,15 +56,17 @@ def _frame(payload: bytes, seq: int) -> bytes:
     return (len(payload) | seq << 24).to_bytes(4, "little") + payload
 
 
+_VERB = re.compile(r"[ \t\n\r\v\f]*(INSERT|REPLACE|UPDATE|DELETE|SET|BEGIN|START|COMMIT|ROLLBACK)", re.I)
+
+
 def _verb(sql: str) -> str:
-    """The statement's first word, upper case (a leading comment gives no word: the full path takes it)."""
-    text = sql.lstrip(_SPACE)
-    end = 0
-    for ch in text[:9]:
-        if not ch.isalpha():
-            break
-        end += 1
-    return text[:end].upper()
+    """The statement's first word, upper case, when it is one of `_VERBS`, else "" (a leading comment gives no word:
+    the full path takes it). One regex match: this runs for every packet."""
+    m = _VERB.match(sql)
+    if m is None:
+        return ""
+    end = m.end()
+    return "" if sql[end : end + 1].isalpha() else m.group(1).upper()
 
 
 class FastCommands(asyncio.Protocol):
@@ -90,6 +92,7 @@ class FastCommands(asyncio.Protocol):
         self._codec = "utf-8"
         self._last_data = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._loop = asyncio.get_running_loop()  # (made on the connection's loop, in its task)
 
     @staticmethod
     def usable(stream: object) -> bool:
@@ -109,7 +112,7 @@ class FastCommands(asyncio.Protocol):
         if reader.exception() is not None or getattr(reader, "_eof", True) or self._writer.transport.is_closing():
             return True  # (after the end of file no callback comes: the stream path reads what is left, then ends)
         transport = cast(asyncio.Transport, self._writer.transport)  # (uvloop's is not an asyncio.Transport)
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         self._transport = transport
         self._stream_protocol = transport.get_protocol()
         self._ok = _frame(self._host.fast_path_ok(), 1)
@@ -135,7 +138,7 @@ class FastCommands(asyncio.Protocol):
     # --- asyncio.Protocol ---------------------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         self._buf += data
-        self._last_data = asyncio.get_running_loop().time()
+        self._last_data = self._loop.time()  # (not asyncio.get_running_loop(): a getpid(2) per call)
         if not self._busy:
             self._process()
 
@@ -203,7 +206,7 @@ class FastCommands(asyncio.Protocol):
                 pos += 4 + length
                 if reply:
                     out.append(reply)
-                if verb == "SET":  # SET NAMES (the next statements' text), SET wait_timeout
+                if verb == "SET" and SET_USER_INT.fullmatch(sql) is None:  # SET NAMES, SET wait_timeout
                     self._codec = self._host.fast_path_codec()
                     self._arm_idle_timer()
         finally:
@@ -261,14 +264,13 @@ class FastCommands(asyncio.Protocol):
     def _arm_idle_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        loop = asyncio.get_running_loop()
-        self._timer = loop.call_at(self._last_data + self._host._wait_timeout(), self._idle_check)
+        self._timer = self._loop.call_at(self._last_data + self._host._wait_timeout(), self._idle_check)
 
     def _idle_check(self) -> None:
         """wait_timeout: a client idle for longer is dropped silently (as the stream path's timed read does)."""
         if self._back is None:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         timeout = self._host._wait_timeout()
         left = self._last_data + timeout - loop.time()
         if left > 0 or self._busy:

@@ -192,6 +192,10 @@ class BinlogStore:
         # write the directory, and the index is read at every call
         self._names: tuple[str, ...] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # the bound loop's thread, learnt at its first `_bump` (until then every publish takes the thread-safe way);
+        # a plain ident compare, as asyncio.get_running_loop() costs a getpid(2) per call
+        self._loop_thread: int | None = None
+        self._bump_due = False  # a `_bump` is scheduled on the loop by the loop itself: the next publish joins it
         self.files()  # fail early on an unusable directory
 
     # --- inventory ---------------------------------------------------------------------------------
@@ -347,6 +351,7 @@ class BinlogStore:
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop whose dump streams `publish()` wakes (a writer thread publishes from outside it)."""
         self._loop = loop
+        self._loop_thread = None
 
     def publish(self, name: str, end: int) -> None:
         """Make `name` up to `end` readable (binlogd's writer, after a commit) and wake waiting dumps.
@@ -356,12 +361,13 @@ class BinlogStore:
         self._published = (name, end)
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            try:
-                on_loop = asyncio.get_running_loop() is loop
-            except RuntimeError:  # the writer thread
-                on_loop = False
-            # on the loop itself (standalone appends with sync_binlog 0) no self-pipe write and wake-up is needed
-            (loop.call_soon if on_loop else loop.call_soon_threadsafe)(self._bump)
+            if threading.get_ident() != self._loop_thread:
+                loop.call_soon_threadsafe(self._bump)
+            elif not self._bump_due:
+                # on the loop itself (standalone appends with sync_binlog 0) no self-pipe write and wake-up is needed,
+                # and the commits of one loop iteration share one wake-up
+                self._bump_due = True
+                loop.call_soon(self._bump)
 
     def forget(self, names: list[str]) -> None:
         """Drop cached heads of purged files."""
@@ -370,6 +376,8 @@ class BinlogStore:
 
     def _bump(self) -> None:
         """Record a change and wake every waiter (on the loop's thread)."""
+        self._loop_thread = threading.get_ident()
+        self._bump_due = False
         self._version += 1
         fut, self._changed = self._changed, None
         if fut is not None and not fut.done():

@@ -35,9 +35,18 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)  # "falling back to Command
 # the one character class, so the regex engine skips the characters that cannot start a literal in C (the number's
 # "no word character before it" is the lookbehind over two characters); tests/test_standalone_units.py checks it
 # against the plain alternation it replaces.
+# A number right after a word character, `$`, `@` (a user variable `@1`) or `.` (a column `t.1e5`) is part of a
+# name, not a literal.
 _LITERAL = re.compile(r"[`'\"\d.](?:(?<=`)(?:[^`]|``)*`|(?<=')(?:[^'\\]|\\[\s\S]|'')*'|"
-                      r"(?<=\")(?:[^\"\\]|\\[\s\S]|\"\")*\"|(?<![\w$].)(?:(?<=0)x[0-9a-fA-F]+|"
+                      r"(?<=\")(?:[^\"\\]|\\[\s\S]|\"\")*\"|(?<![\w$@.].)(?:(?<=0)x[0-9a-fA-F]+|"
                       r"(?<=\d)\d*(?:\.\d*)?(?:[eE][+-]?\d+)?|(?<=\.)\d+(?:[eE][+-]?\d+)?)(?![\w$]))")
+# The same shape without a Python call per literal, for text without backquotes (whose names `_LITERAL` keeps
+# verbatim): strings become \x01, then numbers \x02 (`_LITERAL`'s branches; tests/test_standalone_units.py checks
+# that the two give the same shape with the markers mapped). Text holding a marker is not shaped.
+_STRING = re.compile(r"['\"](?:(?<=')(?:[^'\\]|\\[\s\S]|'')*'|(?<=\")(?:[^\"\\]|\\[\s\S]|\"\")*\")")
+_NUMBER = re.compile(r"[\d.](?<![\w$@.].)(?:(?<=0)x[0-9a-fA-F]+|(?<=\d)\d*(?:\.\d*)?(?:[eE][+-]?\d+)?|"
+                     r"(?<=\.)\d+(?:[eE][+-]?\d+)?)(?![\w$])")
+_QUOTED_VAR = re.compile(r"@['\"]")  # @'name': a user variable whose name is quoted like a string
 
 
 def _shape_of(m: re.Match[str]) -> str:
@@ -49,7 +58,7 @@ def _shape_of(m: re.Match[str]) -> str:
 
 
 # statement shape -> (user_vars, uses_rand, uses_last_insert_id, uses_clock, schema plan); event loop only
-_SHAPES: dict[tuple[bool, str], tuple[tuple[str, ...], bool, bool, bool, DmlPlan | None]] = {}
+_SHAPES: dict[tuple[bool, bool, str], tuple[tuple[str, ...], bool, bool, bool, DmlPlan | None]] = {}
 _SHAPES_MAX = 4096
 _SYNTAX = ("You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server "
            "version for the right syntax to use near '{near}' at line {line}")
@@ -173,7 +182,7 @@ def _for_sqlglot(text: str) -> str:
     """The statement as sqlglot's MySQL grammar takes it, same length (error positions stay right): REPLACE parsed
     as INSERT, the priority / IGNORE modifiers (which change nothing binlogd extracts) blanked."""
     m = _MODIFIERS.match(text)
-    if m is None:
+    if m is None or (not m.group(2) and m.group(1)[0] in "IUDiud"):  # (no copy for what sqlglot takes as it is)
         return text
     verb = "INSERT " if m.group(1).upper() == "REPLACE" else m.group(1)
     return verb + " " * len(m.group(2)) + text[m.end() :]
@@ -275,13 +284,43 @@ def classify(sql: str, default_db: str | None) -> Statement:
     return Statement(Kind.OTHER, sql)
 
 
+ShapeKey = tuple[bool, bool, str]
+ShapeInfo = tuple[tuple[str, ...], bool, bool, bool, DmlPlan | None]
+
+
+def _shape_key(src: str, default_db: str | None) -> ShapeKey | None:
+    """The shape cache's key of a DML text as sqlglot takes it; None for text that is not shaped (a comment mark,
+    a quoted user variable name, a control character the markers use)."""
+    if "--" in src or "#" in src or "/*" in src or ("@" in src and _QUOTED_VAR.search(src) is not None):
+        return None
+    if "`" in src:
+        return default_db is None, False, _LITERAL.sub(_shape_of, src)
+    if "\x01" in src or "\x02" in src:
+        return None
+    return default_db is None, True, _NUMBER.sub("\x02", _STRING.sub("\x01", src))
+
+
+def dml_shape(sql: str, default_db: str | None) -> ShapeKey | None:
+    """The shape key of a DML statement as `classify` computes it (same strip, verb and normalisation), None when
+    it is not DML or not shaped. For the standalone source's per-session cache of ready statements
+    (`StandaloneSource.start`): a key it has seen there needs no classification at all."""
+    text = _strip(sql)
+    if _DML_VERB.match(text) is None:
+        return None
+    return _shape_key(_for_sqlglot(text), default_db)
+
+
+def shape_info(key: ShapeKey) -> ShapeInfo | None:
+    """What the shape cache holds for `key` (a shape `classify` accepted), else None."""
+    return _SHAPES.get(key)
+
+
 def _dml(text: str, sql: str, default_db: str | None) -> Statement:
     """DML, through a cache of statement shapes: the tokens with literal values left out decide validity and
     everything extracted, so a stream of same-shaped statements (the usual write load) is parsed once."""
     src = _for_sqlglot(text)
-    key = None
-    if "--" not in src and "#" not in src and "/*" not in src:
-        key = (default_db is None, _LITERAL.sub(_shape_of, src))
+    key = _shape_key(src, default_db)
+    if key is not None:
         hit = _SHAPES.get(key)
         if hit is not None:
             return Statement(Kind.DML, sql, *hit[:4], plan=hit[4])

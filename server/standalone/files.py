@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from binlogd.protocol.binlog_file import fde_checksum_alg, scan
 from binlogd.protocol.constants import (
@@ -49,6 +50,17 @@ from .logger import Group, encode_group
 from .schema import Catalogue, SchemaStore, replay
 
 log = logging.getLogger("binlogd.standalone")
+
+
+@dataclass(slots=True)
+class Encoded:
+    """A batch of groups encoded ahead of its write (`BinlogFiles.encode`): valid at file end `start` after
+    sequence number `seq0`; `ends` are the groups' end offsets."""
+
+    start: int
+    seq0: int
+    data: bytes
+    ends: list[int]
 
 
 def _events(specs: list[tuple[int, bytes, int]], start: int, timestamp: int, server_id: int) -> bytes:
@@ -175,42 +187,59 @@ class BinlogFiles:
         return name
 
     # --- writing -------------------------------------------------------------------------------------
-    def write_groups(self, groups: list[Group]) -> list[str]:
-        """Write the groups and commit them together (one fsync per sync_binlog); rotate past the size limit.
-
-        Returns the GTIDs given. On an I/O error nothing of the batch stays in the file or the sequence.
-        """
-        seq0 = self.seq_no
-        gtids: list[str] = []
+    def encode(self, groups: list[Group]) -> Encoded:
+        """The groups' bytes as `write_groups` would append them now. Callable on the event loop while the writer
+        thread is idle or busy: `write_groups` uses them only if the end and the sequence are still where they were
+        (so the thread, which holds the GIL that the loop needs, only writes and syncs)."""
+        start = end = self.w.end
+        seq0 = seq_no = self.seq_no
+        parts: list[bytes] = []
         ends: list[int] = []
+        for g in groups:
+            seq_no += 1
+            data = encode_group(g, server_id=self.server_id, domain_id=self.domain_id, seq_no=seq_no, start=end)
+            parts.append(data)
+            end += len(data)
+            ends.append(end)
+        return Encoded(start, seq0, parts[0] if len(parts) == 1 else b"".join(parts), ends)
+
+    def write_groups(self, groups: list[Group], encoded: Encoded | None = None) -> None:
+        """Write the groups (in one write(2)) and commit them together (one fsync per sync_binlog); rotate past the
+        size limit. `encoded`: their bytes from `encode`, used when still valid.
+
+        On an I/O error nothing of the batch stays in the file or the sequence. Runs once per commit on the event
+        loop with sync_binlog 0: nothing is built here that the commit does not need (the GTIDs are the sequence
+        numbers after `seq_no` before the call)."""
+        if not groups:
+            return
+        w = self.w
+        if encoded is None or encoded.start != w.end or encoded.seq0 != self.seq_no:
+            encoded = self.encode(groups)
+        seq0 = self.seq_no
+        ends = encoded.ends
         try:
-            for g in groups:
-                self.seq_no += 1
-                data = encode_group(g, server_id=self.server_id, domain_id=self.domain_id, seq_no=self.seq_no,
-                                    start=self.w.end)
-                self.w.write(data)
-                ends.append(self.w.end)
-                gtids.append(f"{self.domain_id}-{self.server_id}-{self.seq_no}")
-            name = self.w.active or ""
+            w.write(encoded.data)
+            self.seq_no = seq_no = seq0 + len(groups)
+            name = w.active or ""
             if self.on_written is not None:
                 self.on_written(name, ends)
-            self.w.commit()
+            w.commit()
         except BaseException:
             self.seq_no = seq0
             try:
-                self.w.discard()
+                w.discard()
             except OSError:
                 log.exception("cannot drop the uncommitted bytes after a failed write")
             raise
         self.last_ends = [(name, e) for e in ends]
-        self.state.update(StateGtid(self.domain_id, self.server_id, self.seq_no))
+        self.state.update(StateGtid(self.domain_id, self.server_id, seq_no))
         self.groups_committed += len(groups)  # MariaDB Binlog_commits (metrics)
-        changes = [g.schema_change for g in groups if g.schema_change is not None]
-        if changes:
-            replay(self.schema, changes)
-        if self.w.end >= self.max_binlog_size:
+        for g in groups:
+            if g.schema_change is not None:
+                replay(self.schema, [c for c in (g.schema_change for g in groups) if c is not None])
+                break
+        if ends[-1] >= self.max_binlog_size:
             self.rotate()
-        return gtids
 
     def rotate(self) -> str:
         """ROTATE to the next file (FLUSH BINARY LOGS, or the size limit); returns the new file's name."""

@@ -29,6 +29,10 @@ class WriteSession:
     # (the session's SET variables, database): the next statement of an unchanged session reuses it
     context_cache: tuple[object, QueryContext] | None = None
     prepared: dict[str, Prepared] = field(default_factory=dict)  # SQL PREPARE name -> statement (lower-case names)
+    # autocommit DML shapes this session logged -> their Query body up to the text, valid while `ready_stamp` (the
+    # session's SET variables, database and the catalogue's epoch) is unchanged (StandaloneSource.start)
+    ready: dict[tuple[bool, bool, str], bytes] = field(default_factory=dict)
+    ready_stamp: tuple[dict[str, object], str | None, int] | None = None
 
     @property
     def in_trx(self) -> bool:

@@ -18,13 +18,14 @@ import contextlib
 import itertools
 import logging
 import random
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from binlogd.protocol.constants import LOG_EVENT_SUPPRESS_USE_F
+from binlogd.protocol.constants import LOG_EVENT_SUPPRESS_USE_F, QUERY_EVENT
 from binlogd.protocol.events import AutoIncrement, QueryCharset
 from mysql_mimic.charset import Collation
 
@@ -35,7 +36,7 @@ from ..expiry import PurgeRequest, purge_request
 from ..semisync import SemiSyncMaster
 from ..sql_surface import Ok, ResultSet, SessionState, SqlError, change_database, execute, not_supported
 from . import prepared
-from .classify import Kind, Statement, classify
+from .classify import Kind, ShapeKey, Statement, classify, dml_shape, shape_info
 from .files import BinlogFiles
 from .logger import (
     FLAGS2,
@@ -47,6 +48,7 @@ from .logger import (
     QueryContext,
     StatementEvents,
     TablesInfoHook,
+    query_body,
 )
 from .schema import SYSTEM_DATABASES, Catalogue, DmlPlan, apply_statement
 from .session import WriteSession
@@ -59,19 +61,27 @@ log = logging.getLogger("binlogd.standalone")
 ER_ERROR_ON_WRITE = 1026
 RAND_MAX_SEED = 0x3FFFFFFF  # my_rnd's max_value: MariaDB's seeds are below it
 _TRIM = " \t\n\r\v\f"
+_TRIM_END = _TRIM + ";"
+# `SET @name = integer`: a user variable set from an integer literal, answered without the SQL surface's lexer,
+# parser and evaluator (tests/test_standalone_fast_path.py compares it with them)
+_WS = r"[ \t\n\r\v\f]*"
+SET_USER_INT = re.compile(rf"{_WS}SET{_WS[:-1]}+@([A-Za-z_][A-Za-z0-9_]{{0,63}}){_WS}:?={_WS}"
+                          rf"(-?[0-9]{{1,18}}){_WS};?{_WS}", re.I)
 # bytes beyond the bodies that a group / an event adds when encoded (GTID, XID, headers, checksums), generously
 _INLINE_GROUP_MARGIN = 256
 _INLINE_EVENT_MARGIN = 64
+_READY_MAX = 256  # ready statements per session (a shape cache entry each)
 
 
 # a started commit (StandaloneSource.commit_nowait): where it ended when appended at once, else a future of that
 Commit = tuple[str, int] | asyncio.Future[tuple[str, int]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Done:
     """A statement answered without waiting (StandaloneSource.start): its result, and the commit its answer waits
-    for (None: nothing to wait for)."""
+    for (None: nothing to wait for). Not frozen: one is made per statement, and a frozen dataclass's __init__ sets
+    each field through object.__setattr__."""
 
     result: ResultSet | Ok
     commit: Commit | None
@@ -138,6 +148,8 @@ class StandaloneSource:
         self.semi_sync: SemiSyncMaster | None = None  # --rpl-semi-sync-master-enabled: commits wait for an ack
         self._checked: set[tuple[DmlPlan, str | None, bool]] = set()  # DML shapes the catalogue accepted
         self._in_thread = 0  # writer-thread jobs in flight (an inline append waits until there are none)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the event loop (set by `open`)
+        self._epoch = 0  # bumped whenever the catalogue may have changed: sessions' ready statements are stale
 
     @property
     def view(self) -> Primary:
@@ -147,7 +159,7 @@ class StandaloneSource:
 
     # --- lifecycle -----------------------------------------------------------------------------------
     async def open(self) -> BinlogStore:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self.writer.store.bind_loop(loop)
         report = await self._run(self.files.open)
         if report.truncated_bytes:
@@ -156,7 +168,7 @@ class StandaloneSource:
         elif report.file:
             log.info("binlog %s recovered cleanly (end %d)", report.file, report.last_end)
         self.schema = self.files.schema.clone()
-        self._checked.clear()
+        self._catalogue_changed()
         return self.writer.store
 
     async def close(self) -> None:
@@ -192,8 +204,12 @@ class StandaloneSource:
         keeps every binlog change in one order."""
         if self.cfg.sync_binlog or self._in_thread:
             return False
-        size = sum(_INLINE_GROUP_MARGIN + sum(len(ev[1]) + _INLINE_EVENT_MARGIN for ev in g.events) for g in groups)
-        return self.writer.end + size < self.cfg.max_binlog_size
+        size = self.writer.end
+        for g in groups:
+            size += _INLINE_GROUP_MARGIN
+            for ev in g.events:
+                size += len(ev[1]) + _INLINE_EVENT_MARGIN
+        return size < self.cfg.max_binlog_size
 
     def enable_semi_sync(self, semi: SemiSyncMaster) -> None:
         """Commits wait for a semi-sync replica's ack of their group, after it is durable (`commit`)."""
@@ -216,7 +232,7 @@ class StandaloneSource:
             except (OSError, BinlogWriteError) as e:
                 raise self._write_error(e) from e
             return self.files.last_ends[-1]
-        loop = asyncio.get_running_loop()
+        loop = self._loop or asyncio.get_running_loop()  # (the loop `open` ran on: no getpid(2) per commit)
         fut: asyncio.Future[tuple[str, int]] = loop.create_future()
         self._pending.append((groups, fut))
         if not self._draining:
@@ -236,10 +252,11 @@ class StandaloneSource:
                 batch, self._pending = self._pending, []
                 groups = [g for gs, _ in batch for g in gs]
                 try:
+                    seq0 = self.files.seq_no
                     if self._write_inline(groups):
-                        gtids = self.files.write_groups(groups)
-                    else:
-                        gtids = await self._run(self.files.write_groups, groups)
+                        self.files.write_groups(groups)
+                    else:  # encoded here: the thread only writes and syncs (GIL-free syscalls)
+                        await self._run(self.files.write_groups, groups, self.files.encode(groups))
                 except (OSError, BinlogWriteError) as e:
                     err = self._write_error(e)
                     for _, fut in batch:
@@ -247,7 +264,9 @@ class StandaloneSource:
                             fut.set_exception(err)
                     continue
                 if log.isEnabledFor(logging.DEBUG):
-                    log.debug("committed %d group(s): %s", len(groups), " ".join(gtids))
+                    f = self.files
+                    log.debug("committed %d group(s): %s", len(groups),
+                              " ".join(f"{f.domain_id}-{f.server_id}-{n}" for n in range(seq0 + 1, f.seq_no + 1)))
                 ends = self.files.last_ends
                 i = 0
                 for gs, fut in batch:
@@ -317,6 +336,15 @@ class StandaloneSource:
         DML is checked, turned into events and its commit started; transaction control and SET that the SQL surface
         answers from the session alone are answered. Anything else comes back classified, untouched, for `execute`.
         Raises SqlError (nothing logged) as `execute` does. Not for PREPARE / EXECUTE (the caller routes them)."""
+        if (st.autocommit and not st.in_transaction and st.sql_log_bin and self.tables_info is None
+                and not ws.events):
+            done = self._ready_dml(sql, st, ws)
+            if done is not None:
+                return done
+        m = SET_USER_INT.fullmatch(sql)
+        if m is not None and not m.group(1).lower().startswith("binlogd"):  # (@binlogd_*: checked by the surface)
+            st.user_vars[m.group(1).lower()] = int(m.group(2))  # what the SQL surface's SET stores for it
+            return Done(Ok(), None)
         try:
             stmt = classify(sql, st.database)
             kind = stmt.kind
@@ -337,6 +365,58 @@ class StandaloneSource:
         result = execute(sql, st, self.view)
         group = self._ends_transaction(kind, autocommit_before, st, ws)
         return Done(result, None if group is None else self.commit_nowait([group]))
+
+    def _ready_dml(self, sql: str, st: SessionState, ws: WriteSession) -> Done | None:
+        """An autocommit DML statement whose shape this session logged before, in an unchanged session and catalogue:
+        its group straight from the session's ready Query prefix, with no Statement, check or QueryContext built
+        (the events `_dml` / `_statement` give for it, tests/test_standalone_fast_path.py). None: the full path."""
+        key = dml_shape(sql, st.database)
+        if key is None:
+            return None
+        sv = st.session_sysvars
+        if "insert_id" in sv:
+            return None
+        stamp = ws.ready_stamp  # (compared field by field: no tuple of the session's items per statement)
+        if stamp is None or stamp[2] != self._epoch or stamp[1] != st.database or stamp[0] != sv:
+            ws.ready.clear()
+            ws.ready_stamp = (dict(sv), st.database, self._epoch)
+        prefix = ws.ready.get(key)
+        if prefix is None:
+            prefix = self._make_ready(key, st, ws)
+            if prefix is None:
+                return None
+        ts_f = sv.get("timestamp")
+        # (a tuple, not `int | float`: that expression builds a UnionType object every time it runs)
+        ts = int(float(ts_f) if isinstance(ts_f, (int, float)) and ts_f else time.time())
+        text = sql.lstrip(_TRIM).rstrip(_TRIM_END)
+        group = Group(ddl=False, events=[(QUERY_EVENT, prefix + text.encode(), 0, ts)], timestamp=ts,
+                      skip=st.skip_replication, xid=next(self._query_ids), info=[text])
+        if text[:7].upper().startswith(("INSERT", "REPLACE")):
+            ws.last_insert_id = None  # (as `_dml`)
+        st.diagnostics = []
+        return Done(Ok(), self.commit_nowait([group]))
+
+    def _make_ready(self, key: ShapeKey, st: SessionState, ws: WriteSession) -> bytes | None:
+        """The ready Query prefix of a shape `classify` accepted that logs nothing but its Query (no user variable,
+        RAND, LAST_INSERT_ID or clock) once the catalogue accepts it in this session; None: the full path (which
+        also gives a refusal its error and SHOW WARNINGS)."""
+        info = shape_info(key)
+        if info is None or any(info[:4]):
+            return None
+        plan = info[4]
+        try:
+            if plan is not None:
+                self._check_dml(plan, st)
+        except SqlError:
+            return None
+        if len(ws.ready) >= _READY_MAX:
+            ws.ready.clear()
+        prefix = ws.ready[key] = query_body(b"", self._context(st, ws, False, 0.0))
+        return prefix
+
+    def _catalogue_changed(self) -> None:
+        self._checked.clear()
+        self._epoch += 1
 
     async def _after_surface(self, kind: Kind, autocommit_before: bool, st: SessionState, ws: WriteSession) -> None:
         group = self._ends_transaction(kind, autocommit_before, st, ws)
@@ -517,10 +597,10 @@ class StandaloneSource:
             # only logged DDL changes the catalogue (it models the replicas); unlogged DDL is checked on a copy
             notes = apply_statement(self.schema if st.sql_log_bin else self.schema.clone(), stmt, db)
         except SqlError:
-            self._checked.clear()  # DDL changed or tried to change the catalogue: DML shapes are checked again
+            self._catalogue_changed()  # DDL changed or tried to change the catalogue: DML shapes are checked again
             await self.commit(groups)  # the implicit commit happened before the statement failed (as in MariaDB)
             raise
-        self._checked.clear()  # the catalogue may have changed: DML shapes are checked again
+        self._catalogue_changed()  # the catalogue may have changed: DML shapes are checked again
         query_id = next(self._query_ids)
         if st.sql_log_bin:
             ev = self._statement(stmt, st, ws, query_id)
