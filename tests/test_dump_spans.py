@@ -169,3 +169,26 @@ def test_heap_settings_apply_on_glibc() -> None:
     from binlogd.server.dump.heap import tune_malloc
 
     assert tune_malloc() == (platform.libc_ver()[0] == "glibc")
+
+
+def test_concurrent_span_dumps_share_reads_and_get_their_streams(tmp_path: Path) -> None:
+    """Dumps of several settings at once on one store (reads ahead in flight, shared blocks and framings) get what
+    each gets alone."""
+    _write_files(tmp_path, torn=False)
+    settings = [_params(4, False, 1, Compat.BINLOGD), _params(4, False, 1, Compat.BINLOGD),
+                _params(0, True, 1, Compat.MARIADB), _params(2, False, 3, Compat.BINLOGD)]
+
+    async def one(store: BinlogStore, p: DumpParams) -> bytes:
+        sink = MemorySink()
+        await DumpStream(store, sink, 1, p).run()
+        return bytes(sink.data)
+
+    async def run() -> None:
+        alone = [await one(BinlogStore(tmp_path), p) for p in settings]
+        shared = BinlogStore(tmp_path)
+        together = await asyncio.gather(*(one(shared, p) for p in settings))
+        assert list(together) == alone
+        assert alone[0] == alone[1] and len(alone[0]) > 2 * stream.SPAN
+
+    assert stream.FEW_DUMPS >= 4  # (the span path)
+    asyncio.run(run())
