@@ -659,6 +659,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .auth import UsersFileError
     from .binlog.store import StoreError
     from .binlog.writer import BinlogWriteError
+    from .dump.heap import tune_malloc
     from .ledger import LedgerError
     from .startup import StartupError
 
@@ -668,6 +669,7 @@ def _serve(args: argparse.Namespace) -> int:
             loop_name = event_loop.resolve(args.event_loop)
         except ValueError as e:
             raise UsageError(str(e)) from None
+        tune_malloc()  # big framing buffers reused, not faulted in afresh (server/dump/heap.py)
         event_loop.run(serve(cfg), loop_name)
     except (UsageError, StartupError, StoreError, UsersFileError, BinlogWriteError, LedgerError) as e:
         print(f"binlogd: {e}", file=sys.stderr)

@@ -7,7 +7,9 @@ packets into one output buffer (framing.py: runs of plain SENDs in C, the rest o
 
 Memory per dump is bounded (issue 12): file bytes come from the store's shared blocks (read once for all
 dumps), framed blocks from its shared frame cache, and output goes to the socket in slices of WRITE_SLICE with
-back-pressure, so a slow reader holds at most about one framed block and the transport's buffer.
+back-pressure, so a slow reader holds at most about one framed block and the transport's buffer. While few dumps
+run, each frames a SPAN of several shared blocks per loop turn (read ahead in one thread hand-off while the previous
+span is written): the per-turn costs, not the bytes, were a single stream's limit; with many, a block per turn.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import struct
 import time
 from collections import deque
+from collections.abc import Hashable
 
 from binlogd.protocol import errors
 from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
@@ -61,12 +64,16 @@ KILL_QUERY = 0  # kill()'s code for KILL QUERY: an EOF, no ERR
 
 log = logging.getLogger("binlogd.dump")
 
+SPAN = 512 << 10  # file bytes a dump frames per loop turn while few dumps run (BLOCK when many do: memory)
+FEW_DUMPS = 8  # up to this many dumps running, each frames SPANs (at most ~2 SPANs held per dump while framing)
 WRITE_SLICE = 32 << 10  # most handed to the transport at once (it copies what the socket does not take)
 ACKS_ASKED = 4096  # semi-sync: ack requests remembered per dump (an ack for an older one is ignored)
 
 
 class DumpStream(Framing, LedgerRecords, StartResolution):
     """Serves one COM_BINLOG_DUMP; `run()` returns when the dump ends (EOF, error, kill, peer gone)."""
+
+    running = 0  # dumps running in this process (how much of a file each may frame at once: `_chunk`)
 
     def __init__(self, store: BinlogStore, writer: Writer, server_id: int, params: DumpParams, seq: int = 1,
                  conn_label: str = "", ledger: Ledger | None = None, ledger_info: dict[str, object] | None = None,
@@ -157,6 +164,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             self.ledger_conn = self.ledger.new_conn()
         st = self.stats
         err: tuple[int, str] | None = None
+        DumpStream.running += 1
         try:
             await self._serve()
             st.end_reason = st.close_reason = "eof"
@@ -202,6 +210,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             log.exception("%s dump failed with an internal error", self.label)
             err = await self._send_internal_error(e)
         finally:
+            DumpStream.running -= 1
             if self.tc is not None and st.close_reason != "fault":  # (a fault's count is the socket's already)
                 st.bytes_sent = self.tc.written
             if self.ledger is not None:
@@ -443,11 +452,23 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         return last_byte_read(lambda p, n: os.pread(fd, n, p), size, self._file_start, failed_at)
 
     async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview:
-        """What to frame next from `pos` (< `end`, the readable end): a view of the store's shared block holding
-        `pos`, up to the block's end; or, when the event at `pos` crosses that end, this event alone (the one
-        copy a dump makes, as big as the event: joined from the shared blocks when it ends in the next one, else
-        read for this dump)."""
+        """What to frame next from `pos` (< `end`, the readable end). With few dumps running: the bytes from `pos`
+        to the end of the SPAN that starts at `pos`'s block, joined from the store's shared blocks (read with one
+        thread hand-off; the copy costs far less than a loop turn per block). Otherwise, or when the event at
+        `pos` does not fit in it: a view of the shared block holding `pos`, up to the block's end; or, when the
+        event at `pos` crosses that end, this event alone (joined from the shared blocks when it ends in the next
+        one, else read for this dump)."""
         b0 = pos - pos % BLOCK
+        stop = min(end, b0 + (SPAN if DumpStream.running <= FEW_DUMPS else BLOCK))
+        if stop > b0 + BLOCK:
+            blks = await self.store.blocks.read_run(*self._run(ino, b0, stop), fd, b0)
+            if stop < end:  # the next span is read while this one is framed and written
+                self.store.blocks.start_run(*self._run(ino, stop, min(end, stop + SPAN)), fd, stop)
+            data = b"".join([memoryview(blks[0])[pos - b0:], *blks[1:]])
+            if len(data) >= HEADER_LEN:
+                (evlen,) = _LEN.unpack_from(data)
+                if evlen <= len(data) or evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
+                    return data  # (a bogus length is reported by _process)
         length = min(BLOCK, end - b0)
         blk = await self._block(fd, ino, b0, length)
         off = pos - b0
@@ -467,6 +488,13 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         if evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
             return hdr
         return await self._crossing(fd, ino, pos, end, blk, off, evlen)
+
+    def _run(self, ino: int, b0: int, stop: int) -> tuple[list[Hashable], list[int]]:
+        """The shared blocks' keys and lengths from `b0` (a block start) to `stop`."""
+        starts = range(b0, stop, BLOCK)
+        lengths = [min(BLOCK, stop - b) for b in starts]
+        gen = self.store.generation
+        return [(gen, ino, b, n) for b, n in zip(starts, lengths, strict=True)], lengths
 
     async def _block(self, fd: int, ino: int, b0: int, length: int) -> bytes:
         return await self.store.blocks.read((self.store.generation, ino, b0, length), fd, b0, length)
