@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 from binlogd.protocol.decision import Compat
+from binlogd.server.binlog.store import BLOCK, BinlogStore, BlockCache
 from binlogd.server.dump import DumpParams, DumpStream, stream
 from binlogd.server.ledger import Ledger
-from binlogd.server.binlog.store import BLOCK, BinlogStore, BlockCache
 
 from tests.dumpclient import MemorySink
 from tests.oracle_data import oracle_dir
