@@ -2,16 +2,21 @@
 
 1. Writes a binlog directory of N events: the MariaDB 10.11 oracle's transactions (ROW + annotate, DDL, user
    variables, groups under skip_replication) repeated with fresh GTIDs, positions and CRCs, files of ~100 MB.
-2. Serves it with binlogd (`--ledger`) and drains two non-blocking dumps through it (capability 4, and
-   capability 4 + skip_replication), so the ledger is binlogd's own.
+2. Serves it with binlogd (`--ledger`) and drains three replicas' non-blocking dumps through it (capability 4;
+   capability 4 + skip_replication; capability 4 asking for ANNOTATE_ROWS, MariaDB 10.11's default replica), so
+   the ledger is binlogd's own.
 3. Runs `binlogd-audit` (a fresh JVM each) with `--master local[1]` and `local[2]`: wall time, events/s, speed-up,
    beside `mariadb-binlog --base64-output=decode-rows -v` decoding the same files to text (the ratio); the machine's
    load average is printed beside each figure (the project machine is shared).
 The audit's CPU seconds (its whole process tree: driver, JVM, Python workers, sampled from /proc) are printed beside
 its wall time: on a shared machine the CPU figure is the one that compares across runs.
 `--decode-only`: the binlog data source's decoder alone on one core (events/s), no Spark, no ledger.
+`--tree DIR`: audit with another checkout's spark_analytics/ too (e.g. `git archive main`), each master run with
+this tree and then that one, on the same inputs: before/after side by side on a shared machine.
+`--reuse`: keep the binlogs and ledger of an earlier `--keep` run in `--work` (same `--events`), skip steps 1-2.
 
-    .venv/bin/python -m benchmarks.audit_scale [--events 10000000] [--work DIR] [--keep] [--decode-only]
+    .venv/bin/python -m benchmarks.audit_scale [--events 10000000] [--work DIR] [--keep] [--reuse] [--tree DIR]
+                                               [--decode-only]
 """
 
 from __future__ import annotations
@@ -99,15 +104,17 @@ def write_binlogs(out: Path, n_events: int) -> tuple[list[str], int]:
     return names, written
 
 
-def drain_dump(host: str, port: int, statements: list[str], server_id: int, file: str) -> tuple[int, int]:
-    """A non-blocking COM_BINLOG_DUMP read to its EOF packet, bytes discarded: (events, bytes)."""
+def drain_dump(host: str, port: int, statements: list[str], server_id: int, file: str, flags: int = 1
+               ) -> tuple[int, int]:
+    """A COM_BINLOG_DUMP read to its EOF packet (`flags` 1: non-blocking; | 2: send ANNOTATE_ROWS), bytes
+    discarded: (events, bytes)."""
     conn = pymysql.connect(host=host, port=port, user="root", password="", autocommit=True)
     try:
         with conn.cursor() as cur:
             for s in statements:
                 cur.execute(s)
         sock: socket.socket = conn._sock  # type: ignore[attr-defined]
-        payload = struct.pack("<BIHI", 0x12, 4, 1, server_id) + file.encode()
+        payload = struct.pack("<BIHI", 0x12, 4, flags, server_id) + file.encode()
         sock.sendall(struct.pack("<I", len(payload)) + payload)
         buf = bytearray()
         events = total = 0
@@ -145,11 +152,12 @@ def make_ledger(binlogs: Path, ledger: Path, first: str) -> dict[str, float]:
                         log_path=log)
     out: dict[str, float] = {}
     try:
-        for sid, stmts in ((21, ["SET @mariadb_slave_capability=4"]),
-                           (22, ["SET @mariadb_slave_capability=4", "SET skip_replication=1"])):
+        for sid, stmts, flags in ((21, ["SET @mariadb_slave_capability=4"], 1),
+                                  (22, ["SET @mariadb_slave_capability=4", "SET skip_replication=1"], 1),
+                                  (23, ["SET @mariadb_slave_capability=4"], 1 | 2)):
             t = time.monotonic()
             ev, by = drain_dump(srv.host, srv.port, ["SET @master_binlog_checksum=@@global.binlog_checksum", *stmts],
-                                sid, first)
+                                sid, first, flags)
             out[f"dump server_id {sid}"] = round(time.monotonic() - t, 1)
             print(f"  dump server_id {sid}: {ev:,} events, {by / 1e6:.0f} MB in {out[f'dump server_id {sid}']} s",
                   flush=True)
@@ -187,13 +195,26 @@ def _tree_cpu(root: int, seen: dict[int, float]) -> None:
             todo += [q for q, (pp, _) in table.items() if pp == p]
 
 
-def run_audit(binlogs: Path, ledger: Path, out: Path, master: str) -> tuple[float, float, int, dict]:
-    """(wall s, CPU s of the whole process tree: the figure that survives a loaded machine, exit code, summary)."""
+def tree_env(tree: Path) -> dict[str, str]:
+    """The environment that makes `binlogd.*` import from another checkout `tree` (its binlogd/ package is given
+    links to the tree's folders, as the editable install maps them for this one)."""
+    pkg = tree / "binlogd"
+    for d in ("protocol", "server", "applier", "spark_analytics"):
+        if not (pkg / d).exists():
+            (pkg / d).symlink_to(Path("..") / d)
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+def run_audit(binlogs: Path, ledger: Path, out: Path, master: str, tree: Path | None = None
+              ) -> tuple[float, float, int, dict]:
+    """(wall s, CPU s of the whole process tree: the figure that survives a loaded machine, exit code, summary);
+    `tree`: another checkout's audit code."""
     cmd = [sys.executable, "-m", "binlogd.spark_analytics.cli", "--binlog-dir", str(binlogs), "--ledger", str(ledger),
            "--out", str(out), "--master", master, "--quiet", "--driver-memory", "6g"]
     t = time.monotonic()
     seen: dict[int, float] = {}
-    with subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as p:
+    with subprocess.Popen(cmd, cwd=tree or REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          env=tree_env(tree) if tree else None) as p:
         pid = p.pid
         while p.poll() is None:
             _tree_cpu(pid, seen)
@@ -241,16 +262,21 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/binlogd-audit-bench"), help="scratch directory")
     ap.add_argument("--masters", default="local[1],local[2]", help="Spark masters to compare")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--reuse", action="store_true", help="audit the binlogs and ledger a --keep run left in --work")
+    ap.add_argument("--tree", type=Path, default=None, help="another checkout: its audit beside this one's")
     ap.add_argument("--decode-only", action="store_true", help="only time the data source's decoder (no Spark)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    shutil.rmtree(args.work, ignore_errors=True)
     binlogs, ledger = args.work / "binlogs", args.work / "ledger"
-    t = time.monotonic()
-    names, n = write_binlogs(binlogs, args.events)
+    if args.reuse:
+        from binlogd.spark_analytics.binlog_source import list_files
+
+        names, n = [p.name for p in list_files(binlogs)], 0  # events: counted by the audit (summary)
+    else:
+        shutil.rmtree(args.work, ignore_errors=True)
+        names, n = write_binlogs(binlogs, args.events)
     size = sum((binlogs / f).stat().st_size for f in names)
-    print(f"binlogs: {n:,} events, {len(names)} files, {size / 1e6:.0f} MB, written in {time.monotonic() - t:.0f} s",
-          flush=True)
+    print(f"binlogs: {n:,} events, {len(names)} files, {size / 1e6:.0f} MB", flush=True)
     if args.decode_only:
         decode_only(binlogs, names)
         if not args.keep:
@@ -259,21 +285,30 @@ def main() -> int:
     mb, mb_cpu = mariadb_binlog(binlogs, names)
     print(f"mariadb-binlog --base64-output=decode-rows -v: {mb:.1f} s wall, {mb_cpu:.1f} s CPU ({load()})",
           flush=True)
-    make_ledger(binlogs, ledger, names[0])
+    if not args.reuse:
+        make_ledger(binlogs, ledger, names[0])
     lsize = sum(p.stat().st_size for p in ledger.glob("*.jsonl"))
     print(f"ledger: {lsize / 1e6:.0f} MB", flush=True)
-    results = {}
+    trees: list[tuple[str, Path | None]] = [("this tree", None)]
+    if args.tree:
+        trees.append((str(args.tree), args.tree.resolve()))
+    results: dict[tuple[str, str], tuple[float, float]] = {}
     for master in args.masters.split(","):
-        wall, cpu, rc, summary = run_audit(binlogs, ledger, args.work / f"out-{master}", master)
-        results[master] = wall
-        print(f"{master}: {wall:.0f} s wall, {cpu:.0f} s CPU, {n / wall:,.0f} binlog events/s, exit {rc}, "
-              f"{summary['ledger']['records']:,} ledger records, consistent={summary['consistent']}, "
-              f"{wall / mb:.1f}x mariadb-binlog's wall time, {cpu / max(mb_cpu, 0.01):.1f}x its CPU time "
-              f"({load()})", flush=True)
-        print(f"  steps: {summary['step_seconds']}", flush=True)
-    if len(results) == 2:
-        (m1, a), (m2, b) = results.items()
-        print(f"speed-up {m1} -> {m2}: {a / b:.2f}x")
+        for label, tree in trees:
+            out = args.work / f"out-{master}-{len(results)}"
+            wall, cpu, rc, summary = run_audit(binlogs, ledger, out, master, tree)
+            n = summary["binlog"]["events"]
+            results[(label, master)] = (wall, cpu)
+            print(f"{label} {master}: {wall:.1f} s wall, {cpu:.1f} s CPU, {n / wall:,.0f} binlog events/s, exit {rc}, "
+                  f"{summary['ledger']['records']:,} ledger records, consistent={summary['consistent']}, "
+                  f"{wall / mb:.1f}x mariadb-binlog's wall time, {cpu / max(mb_cpu, 0.01):.1f}x its CPU time "
+                  f"({load()})", flush=True)
+            print(f"  steps: {summary['step_seconds']}", flush=True)
+    masters = args.masters.split(",")
+    for label, _ in trees:
+        if len(masters) == 2 and all((label, m) in results for m in masters):
+            (a, ac), (b, bc) = results[(label, masters[0])], results[(label, masters[1])]
+            print(f"{label}: speed-up {masters[0]} -> {masters[1]}: {a / b:.2f}x wall (CPU {ac:.0f} -> {bc:.0f} s)")
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)
     return 0
