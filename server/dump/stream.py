@@ -62,6 +62,16 @@ from .start import StartResolution
 
 KILL_QUERY = 0  # kill()'s code for KILL QUERY: an EOF, no ERR
 
+
+def _check_open(w: object) -> None:
+    """A peer gone between two slices is a lost connection: uvloop's drain() can return before the loss is
+    delivered, and a write to its closed handle raises RuntimeError, which would read as an internal error.
+    (`w` is the socket's StreamWriter, or a transcoding / fault stage in front of it: `inner` leads to it.)"""
+    while (transport := getattr(w, "transport", None)) is None and (w := getattr(w, "inner", None)) is not None:
+        pass
+    if transport is not None and transport.is_closing():
+        raise ConnectionResetError("the replica went away")
+
 log = logging.getLogger("binlogd.dump")
 
 SPAN = 512 << 10  # file bytes a dump frames per loop turn while few dumps run (BLOCK when many do: memory)
@@ -279,12 +289,14 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         if data:
             self._boundary_seq = data[3]  # a write that raises before taking anything leaves the wire here
         if len(data) <= WRITE_SLICE or self.fault is not None:
+            _check_open(w)
             w.write(data)
             self._boundary_seq = None
             await w.drain()
         else:
             mv = memoryview(data)
             for i in range(0, len(data), WRITE_SLICE):
+                _check_open(w)
                 w.write(mv[i:i + WRITE_SLICE])
                 self._boundary_seq = None
                 await w.drain()
