@@ -52,6 +52,7 @@ from .privileges import Priv, check_dump, check_purge, check_register, check_sho
 from .processlist import (
     STATE_DUMP_SENDING,
     STATE_DUMP_WAITING,
+    KillRequest,
     ProcessRow,
     kill_request,
     literal_id,
@@ -141,7 +142,7 @@ class ReplicationSession(BaseSession):
             return result.rows, typed_by_position(result.rows, result.columns)
         return result.rows, result.columns
 
-    async def _kill(self, kill: Any) -> None:
+    async def _kill(self, kill: KillRequest) -> None:
         """KILL (server/processlist.py): on the event loop, where the connections are; an id that is no plain
         number is evaluated as SELECT evaluates it."""
         processes = self.primary.processes
