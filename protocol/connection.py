@@ -534,6 +534,7 @@ class ReplicationClient:
             if rx.filled < need:
                 why = f": {rx.error!r}" if rx.error is not None else " (closed by peer)"
                 raise ReplicationError(CR_SERVER_LOST, f"lost connection to server{why}")
+            scanned = rx.filled
             runs, used, stop = self._runs_in(rx.view())
             for item in runs:
                 yield item
@@ -542,8 +543,11 @@ class ReplicationClient:
             if stop is not None:
                 raise stop
             rx.consume(used)
-            rest = rx.filled
-            need = rest + 1 if rest < 4 else max(rest + 1, 4 + int.from_bytes(rx.buf[:3], "little"))
+            # what the scan left is a torn packet: wait for more than it. Bytes that arrived while the runs were
+            # consumed (rx.filled > torn) are not waited for: they may hold whole packets (a semi-sync ack request
+            # the primary waits on sat there until the next event or heartbeat)
+            torn = scanned - used
+            need = torn + 1 if torn < 4 else max(torn + 1, 4 + int.from_bytes(rx.buf[:3], "little"))
 
     def _runs_in(self, data: bytes | memoryview) -> tuple[list[tuple[EventRun, bool]], int,
                                                           ReplicationError | bool | None]:

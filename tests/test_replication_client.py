@@ -18,7 +18,13 @@ from typing import Any
 
 import pytest
 from binlogd.protocol.binlog_file import scan
-from binlogd.protocol.connection import ClientConfig, ReplicationClient, ReplicationError, native_password_scramble
+from binlogd.protocol.connection import (
+    ClientConfig,
+    ReplicationClient,
+    ReplicationError,
+    native_password_scramble,
+    split_run,
+)
 from binlogd.protocol.constants import (
     BINLOG_CHECKPOINT_EVENT,
     BINLOG_CHECKSUM_ALG_CRC32,
@@ -319,3 +325,32 @@ def test_crc_mismatch_is_reported(binlogd, harness_dir: Path) -> None:
         assert ei.value.code == 1743 and ei.value.fatal
 
     run(scenario)
+
+
+def test_bytes_arriving_while_a_run_is_consumed_are_not_left_waiting(mariadb) -> None:
+    """A blocking dump without heartbeats: events the primary sends while the consumer still holds the previous
+    run are yielded at once, not when the next event (or heartbeat) arrives. (The dump receiver once counted them
+    as a torn packet and waited for more: a semi-sync ack request sat in its buffer until the commit timed out.)"""
+    primary = mariadb.primary("late", 1)
+    primary.execute("CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY)")
+    end_file, end_pos = primary.master_status()
+
+    async def scenario() -> list[int]:
+        client = await ReplicationClient.connect(ClientConfig(host=primary.host, port=primary.port, server_id=51))
+        try:
+            await client.start_dump(end_file, 4, non_blocking=False)
+            runs = client.event_runs()
+            while True:  # up to the primary's end
+                run, _ = await asyncio.wait_for(runs.__anext__(), 10)
+                if end_pos in [int.from_bytes(e[13:17], "little") for e in split_run(run.data)]:
+                    break
+            # the generator is suspended on that run: the next write lands in the receiver's buffer meanwhile
+            await asyncio.to_thread(primary.execute, "INSERT INTO d.t VALUES (1)")
+            await asyncio.sleep(1.0)
+            run, _ = await asyncio.wait_for(runs.__anext__(), 5)  # no further event comes to push it out
+            return [parse_header(e).type_code for e in split_run(run.data)]
+        finally:
+            await client.close()
+
+    types = run(scenario)
+    assert types and types[0] == GTID_EVENT, types
