@@ -239,7 +239,7 @@ class Channel:
             q: asyncio.Queue[Any] = asyncio.Queue(QUEUE_GROUPS)
             self._queue = q
             reader = self._reader = asyncio.create_task(self._io_loop(q), name=f"reader-{self.name}")
-            await self._sql_loop(q)
+            await self._sql_loop(q, first=True)
             self._discard = True
             while not q.empty():  # frees a reader blocked on the full queue
                 q.get_nowait()
@@ -256,8 +256,10 @@ class Channel:
             self.sql_running = False
             self.io_state = ""
 
-    async def _sql_loop(self, q: asyncio.Queue[Any]) -> None:
-        """Applies queued groups until an apply error; when the reader ends it waits, like the SQL thread."""
+    async def _sql_loop(self, q: asyncio.Queue[Any], first: bool = False) -> None:
+        """Applies queued groups until an apply error; when the reader ends it waits, like the SQL thread.
+        `first`: the first group may be a DDL applied just before a crash, before its position row (then only its
+        position is stored: MariaDB's replica would apply it again and stop with 1950 in strict mode)."""
         loop = asyncio.get_running_loop()
         while True:
             item = await q.get()
@@ -265,6 +267,8 @@ class Channel:
                 self._sql_error(item)
                 return
             g: Group = item
+            if first:
+                g, first = self._unless_applied(g)
             if g.events and self.applier.skip_counter > 0:
                 self.applier.skip_counter -= 1
                 # sql_slave_skip_counter: skipped (not counted as a group), position still stored
@@ -276,6 +280,8 @@ class Channel:
                 if isinstance(nxt, ApplyError):
                     after = nxt
                     break
+                if first:
+                    nxt, first = self._unless_applied(nxt)
                 batch.append(nxt)
             self._applying_ts = next((b.events[-1].header.timestamp for b in batch if b.events), None)
             fut: asyncio.Future[tuple[int, ApplyError | None]] = (
@@ -294,6 +300,20 @@ class Channel:
             if error is not None or after is not None:
                 self._sql_error(error or after)  # type: ignore[arg-type]
                 return
+
+    def _unless_applied(self, g: Group) -> tuple[Group, bool]:
+        """The first group with events after a start: a DDL the target's binlog already holds (applied just before
+        a crash, before its position row) becomes a group that only stores its position. Returns the group to
+        apply and whether the next one is still to be checked (empty groups before it only move the position)."""
+        if not g.events:
+            return g, True
+        if self.session.already_applied_ddl(g):
+            assert g.gtid is not None
+            log.warning("channel %r: DDL %d-%d-%d is already in the target's binlog (applied before a crash, its "
+                        "position not yet stored): storing its position, not applying it again", self.name,
+                        g.gtid.domain_id, g.gtid.server_id, g.gtid.seq_no)
+            return Group(end=g.end, events_read=g.events_read, kind=g.kind), False
+        return g, False
 
     def _applied(self, g: Group) -> None:
         self._applying_ts = None

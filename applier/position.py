@@ -5,7 +5,9 @@ applied group and the GTID state (one `domain-server-seq` per domain, `gtid_slav
 writes the row inside the same target transaction as the group's changes, so after a crash (kill -9 of the
 applier or of the target) the row and the data agree and the channel resumes exactly where the data stops.
 DDL is not transactional in MariaDB: its row is written in an autocommit statement right after it (the same
-window MariaDB's own replica has).
+window MariaDB's own replica has). A target that logs the source's GTIDs closes it: on start, a first DDL group
+whose GTID the target's @@gtid_binlog_pos already holds only has its position stored
+(`TargetSession.already_applied_ddl`); a target without a binlog keeps MariaDB's window.
 
 Names: `Position`, `PositionStore` (`schema_exists`, `ensure_schema`, `load`, `save`, `delete`), `SCHEMA`, `TABLE`.
 """

@@ -174,6 +174,34 @@ def test_kill9_under_load_nothing_lost_or_doubled(mariadb: Any, applier: Any, pa
         assert (int(status["Com_binlog"]) < written[0] // 2) == (not binlog), status
 
 
+def test_ddl_applied_before_its_position_row_is_not_applied_again(mariadb: Any, applier: Any) -> None:
+    """The DDL window (applier/position.py): a DDL commits with its GTID on its own, and its position row follows.
+    A crash between the two is recreated by setting the stored row back to the position before the DDL; on restart
+    the applier finds the DDL's GTID in the target's binlog, stores its position without applying it again (a
+    strict-mode target would refuse it with 1950, any target with 1060 for the column), and goes on."""
+    primary = mariadb("primary", 1, *STRICT)
+    target = mariadb("target", 3, *STRICT)
+    primary.execute("CREATE DATABASE d1; CREATE TABLE d1.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+    channel = f"--channel==mysql://root@127.0.0.1:{primary.port}"
+    proc = applier(target, channel)
+    wait_applied(target, proc, primary.master_status())
+    before = target.query("SELECT log_file, log_pos, gtid_pos FROM binlogd_apply.channel_position")[0]
+    primary.execute("ALTER TABLE d1.t ADD COLUMN c INT")
+    wait_applied(target, proc, primary.master_status())
+    proc.stop()
+    with target.connect(autocommit=True) as conn, conn.cursor() as cur:  # the crash: the DDL is in, its row is not
+        cur.execute("SET sql_log_bin=0")
+        cur.execute("UPDATE binlogd_apply.channel_position SET log_file=%s, log_pos=%s, gtid_pos=%s", before)
+    primary.execute("INSERT INTO d1.t VALUES (1, 5)")
+    proc = applier(target, channel)
+    wait_applied(target, proc, primary.master_status())
+    assert "is already in the target's binlog" in proc.log(), proc.log()[-3000:]
+    assert target.query("SELECT id, c FROM d1.t") == [(1, 5)]
+    assert target.table_checksums(["d1"]) == primary.table_checksums(["d1"])
+    assert str(target.query("SELECT @@gtid_binlog_pos")[0][0]).split(",")[0] == str(
+        primary.query("SELECT @@gtid_binlog_pos")[0][0])
+
+
 def _event_end(primary: MariaDB, start: int, end: int, kind: str) -> int:
     """End_log_pos of the first `kind` event between two positions of mysql-bin.000001."""
     for row in primary.query("SHOW BINLOG EVENTS IN 'mysql-bin.000001'"):
