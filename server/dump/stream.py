@@ -55,7 +55,7 @@ from ..gtid_start import GtidSkipper
 from ..ledger import NULL, EvRecord, Ledger, jstr
 from ..semisync import SemiSyncMaster
 from ..transcode import TranscodeRefused, TranscodingWriter, target_algorithm
-from .framing import _LEN, Framing
+from .framing import _LEN, Blocks, Framing
 from .params import DumpError, DumpParams, DumpStats, Writer
 from .records import LedgerRecords
 from .start import StartResolution
@@ -463,10 +463,11 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         """Where MariaDB's dump thread would say it stopped reading this file (its IO_CACHE replayed)."""
         return last_byte_read(lambda p, n: os.pread(fd, n, p), size, self._file_start, failed_at)
 
-    async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview:
+    async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview | Blocks:
         """What to frame next from `pos` (< `end`, the readable end). With few dumps running: the bytes from `pos`
-        to the end of the SPAN that starts at `pos`'s block, joined from the store's shared blocks (read with one
-        thread hand-off; the copy costs far less than a loop turn per block). Otherwise, or when the event at
+        to the end of the SPAN that starts at `pos`'s block, from the store's shared blocks (read with one thread
+        hand-off), left in them when the C loop frames this dump (`Blocks`), else joined (the copy costs far less
+        than a loop turn per block). Otherwise, or when the event at
         `pos` does not fit in it: a view of the shared block holding `pos`, up to the block's end; or, when the
         event at `pos` crosses that end, this event alone (joined from the shared blocks when it ends in the next
         one, else read for this dump)."""
@@ -476,9 +477,12 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             blks = await self.store.blocks.read_run(*self._run(ino, b0, stop), fd, b0)
             if stop < end:  # the next span is read while this one is framed and written
                 self.store.blocks.start_run(*self._run(ino, stop, min(end, stop + SPAN)), fd, stop)
-            data = b"".join([memoryview(blks[0])[pos - b0:], *blks[1:]])
-            if len(data) >= HEADER_LEN:
-                (evlen,) = _LEN.unpack_from(data)
+            parts = (memoryview(blks[0])[pos - b0:], *blks[1:])
+            # left in the shared blocks when the C loop frames them where they lie (no join: a copy less)
+            data = Blocks(parts) if self._frames_blocks() else b"".join(parts)
+            head = data.join(0, HEADER_LEN) if isinstance(data, Blocks) else data
+            if len(head) >= HEADER_LEN:
+                (evlen,) = _LEN.unpack_from(head)
                 if evlen <= len(data) or evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
                     return data  # (a bogus length is reported by _process)
         length = min(BLOCK, end - b0)
