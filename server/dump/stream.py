@@ -288,7 +288,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         w = self.writer
         if data:
             self._boundary_seq = data[3]  # a write that raises before taking anything leaves the wire here
-        if len(data) <= WRITE_SLICE or self.fault is not None:
+        if len(data) <= WRITE_SLICE or self.fault is not None or DumpStream.running <= FEW_DUMPS:
             _check_open(w)
             w.write(data)
             self._boundary_seq = None
