@@ -87,3 +87,37 @@ def test_c_loop_around_the_packet_boundary(tmp_path: Path) -> None:
         assert len(fast[0]) > 3 * (1 << 24)
 
     asyncio.run(run())
+
+
+def test_c_loop_over_parts_frames_what_it_frames_over_one_buffer() -> None:
+    """`frame_sends` over a tuple of buffers (a span left in the shared blocks) frames what it frames over their
+    concatenation, whatever the cuts (inside headers, inside events, empty parts) and from any start; the actions
+    (sends, holes, others), sequence ids and an incomplete last event as in one buffer."""
+    if framing.frame_sends is None:
+        pytest.fail("server/dump/_cframe.c is not built: pip install -e . (make deps)")
+    import random
+
+    rng = random.Random(12)
+    data = bytearray()
+    starts = []
+    while len(data) < 300_000:
+        starts.append(len(data))
+        data += _event(rng.choice((2, 15, 16, 19, 29, 33)), len(data), rng.randbytes(rng.choice((0, 7, 300, 4000))),
+                       flags=rng.choice((0, 0x8000)))
+    data += _event(29, len(data), b"t" * 500)[:200]  # incomplete
+    data = bytes(data)
+    framed = 0
+    for trial in range(60):
+        acts = bytes(rng.choice((0, 0, 0, 1, 2)) if trial % 3 else 0 for _ in range(512))
+        holes = bool(trial % 2)
+        cuts = sorted(rng.sample(range(1, len(data)), rng.randrange(1, 40)))
+        if trial % 5 == 0:
+            cuts += [cuts[-1]]  # an empty part
+        parts = tuple(memoryview(data)[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True))
+        start = rng.choice(starts)
+        one, many = bytearray(b"x"), bytearray(b"x")
+        r1 = framing.frame_sends(data, start, acts, trial & 0xFF, one, holes)
+        r2 = framing.frame_sends(parts, start, acts, trial & 0xFF, many, holes)
+        assert r1 == r2 and one == many, trial
+        framed += r1[2]
+    assert framed > 2000  # (runs were framed, not only stopped at)

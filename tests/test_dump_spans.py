@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from binlogd.protocol.decision import Compat
 from binlogd.server.binlog.store import BLOCK, BinlogStore, BlockCache
-from binlogd.server.dump import DumpParams, DumpStream, stream
+from binlogd.server.dump import DumpParams, DumpStream, framing, stream
+from binlogd.server.dump.framing import Blocks
 from binlogd.server.ledger import Ledger
 
 from tests.dumpclient import MemorySink
@@ -82,35 +83,47 @@ class _Spans(DumpStream):
     """A DumpStream that notes the longest chunk it framed (which path `_chunk` took)."""
 
     longest = 0
+    in_blocks = 0  # chunks left in the shared blocks (framing.Blocks)
 
-    async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview:
+    async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview | Blocks:
         data = await super()._chunk(fd, ino, pos, end)
         _Spans.longest = max(_Spans.longest, len(data))
+        _Spans.in_blocks += isinstance(data, Blocks)
         return data
 
 
-async def _dump(directory: Path, params: DumpParams, fast: bool, ledger_dir: Path
+async def _dump(directory: Path, params: DumpParams, fast: bool, ledger_dir: Path | None
                 ) -> tuple[bytes, tuple[int, ...], list[dict[str, object]]]:
-    """The stream, its counts and its ledger records (timestamps left out)."""
+    """The stream, its counts and its ledger records (timestamps left out; none without `ledger_dir`)."""
     sink = MemorySink()
-    shutil.rmtree(ledger_dir, ignore_errors=True)
-    ledger_dir.mkdir()
-    ledger = Ledger.open(ledger_dir)
-    ledger.start()
+    ledger = None
+    if ledger_dir is not None:
+        shutil.rmtree(ledger_dir, ignore_errors=True)
+        ledger_dir.mkdir()
+        ledger = Ledger.open(ledger_dir)
+        ledger.start()
     d = _Spans(BinlogStore(directory), sink, 1, params, ledger=ledger)
     d.fast_loop = fast
     await d.run()
-    await asyncio.to_thread(ledger.close)
-    recs = [json.loads(line) for f in sorted(ledger_dir.glob("ledger.*.jsonl")) for line in f.read_text().splitlines()]
+    recs: list[dict[str, object]] = []
+    if ledger is not None and ledger_dir is not None:
+        await asyncio.to_thread(ledger.close)
+        recs = [json.loads(line) for f in sorted(ledger_dir.glob("ledger.*.jsonl"))
+                for line in f.read_text().splitlines()]
     for r in recs:
         r.pop("ts_us", None)
     st = d.stats
     return bytes(sink.data), (st.events_sent, st.events_read, st.holes, st.dummies, st.begins, d.sent_upto), recs
 
 
+@pytest.mark.parametrize("ledger", [True, False])
 @pytest.mark.parametrize("torn", [False, True])
-def test_spans_frame_what_blocks_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torn: bool) -> None:
+def test_spans_frame_what_blocks_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torn: bool,
+                                       ledger: bool) -> None:
+    """Without the ledger the C loop frames a span where it lies in the shared blocks (`framing.Blocks`): the same
+    bytes and counts as the joined span, the one-block path and the Python loop."""
     size = _write_files(tmp_path, torn)
+    ledger_dir = tmp_path / "ledger" if ledger else None
     assert size > 3 * stream.SPAN
 
     async def run() -> None:
@@ -118,20 +131,25 @@ def test_spans_frame_what_blocks_frame(tmp_path: Path, monkeypatch: pytest.Monke
                                          (Compat.MARIADB, 0, True, 1), (Compat.BINLOGD, 2, False, 3),
                                          (Compat.MARIADB, 1, False, 1)):
             p = _params(cap, skip, flags, compat)
+            first = None
             for fast in (True, False):
-                _Spans.longest = 0
+                _Spans.longest = _Spans.in_blocks = 0
                 monkeypatch.setattr(stream, "FEW_DUMPS", 1 << 30)
-                spans = await _dump(tmp_path, p, fast, tmp_path / "ledger")
+                spans = await _dump(tmp_path, p, fast, ledger_dir)
                 assert _Spans.longest > 2 * BLOCK  # several blocks per turn
+                # (the C loop framed the blocks where they lie; without the extension, never)
+                assert (_Spans.in_blocks > 0) == (fast and not ledger and framing.frame_sends is not None)
                 _Spans.longest = 0
                 monkeypatch.setattr(stream, "FEW_DUMPS", -1)
-                blocks = await _dump(tmp_path, p, fast, tmp_path / "ledger")
+                blocks = await _dump(tmp_path, p, fast, ledger_dir)
                 assert _Spans.longest <= max(BLOCK, 2 * stream.SPAN + BLOCK + 23)  # (a long event alone)
                 assert spans == blocks, (compat, cap, skip, flags, fast)
                 assert spans[1][0] > 100
-                assert len(spans[2]) >= 5  # conn, rotate, FDE, the run(s), close
+                assert len(spans[2]) >= 5 or not ledger  # conn, rotate, FDE, the run(s), close
                 if torn:
                     assert spans[0].rfind(b"\xff\xd4\x04") > len(spans[0]) - 400  # ERR 1236 at the end
+                first = first or spans
+                assert spans == first  # the C loop and the Python loop
     asyncio.run(run())
 
 
