@@ -6,7 +6,6 @@ produce the same packets: the first frames the chunk, the others send its bytes 
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 import weakref
 from collections import OrderedDict
@@ -87,7 +86,8 @@ def reseq(item: FramedChunk, seq_before: int, seq: int) -> FramedChunk | None:
         off += 4 + (out[off] | out[off + 1] << 8 | out[off + 2] << 16)
     if off != n or s != (item.seq_after - seq_before + seq) & 0xFF:
         return None
-    return dataclasses.replace(item, framed=out, seq_after=s)
+    return FramedChunk(out, item.consumed, s, item.sent, item.read, item.holes, item.dummies, item.begins,
+                       item.sent_end, item.need, item.records, item.gtid_out, item.chain_out)
 
 
 class FrameCache:
@@ -175,12 +175,23 @@ class _Counts:
         return self.sent + self.holes + self.events
 
 
+_POLICY_KEYS: dict[Any, int] = {}
+
+
+def _policy_key(policy: Hashable) -> int:
+    """A small int standing for `policy` in frame cache keys: the dataclass's generated hash, in Python, was paid at
+    every chunk of every dump."""
+    return _POLICY_KEYS.setdefault(policy, len(_POLICY_KEYS))
+
+
 class Framing:
     """The framing side of a DumpStream (mixed into it)."""
 
     p: DumpParams
     store: BinlogStore
     stats: DumpStats
+    _frames: FrameCache | None = None  # frames_of(store), looked up at the first chunk
+    _pkey = -1  # _policy_key(policy), with _frames
 
     def _put_packet(self, payload: bytes) -> None:
         self.seq = frame(payload, self.seq, self.out)
@@ -214,8 +225,11 @@ class Framing:
         if self.skipper is not None or self.semi is not None or self.tfilter is not None:  # (a filter: its own state)
             return await self._process(data, pos), b""  # (its packets are in self.out)
         gstate = (self._gtid, self._chain)  # the ledger's group tracking
-        key = (self.store.generation, ino, pos, len(data), self.seq, self.policy, self.alg, gstate)
-        cache = frames_of(self.store)
+        cache = self._frames
+        if cache is None:  # (looked up once per dump: a WeakKeyDictionary lookup per chunk showed in profiles)
+            cache = self._frames = frames_of(self.store)
+            self._pkey = _policy_key(self.policy)
+        key = (self.store.generation, ino, pos, len(data), self.seq, self._pkey, self.alg, gstate)
         hit = cache.get(key)
         if hit is None:
             hit = cache.any(key)

@@ -488,7 +488,9 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
                 if evlen <= len(data) or evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
                     return data  # (a bogus length is reported by _process)
         length = min(BLOCK, end - b0)
-        blk = await self._block(fd, ino, b0, length)
+        blk = self.store.blocks.cached((self.store.generation, ino, b0, length))
+        if blk is None:
+            blk = await self._block(fd, ino, b0, length)
         off = pos - b0
         avail = len(blk) - off
         if avail >= HEADER_LEN:
