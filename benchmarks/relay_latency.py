@@ -51,10 +51,12 @@ from rich.table import Table
 
 from binlogd.testing import Binlogd, MariaDB, find_binary, make_primary_from_binlogs
 
+from . import REPO_ROOT
 from .dump_throughput import (
     DEFAULT_CACHE_DIR,
     DEFAULT_MAX_BINLOG_SIZE,
     FDE_FLAGS_BYTE,
+    LAUNCHER,
     MB,
     RESULTS_DIR,
     _progress,
@@ -143,17 +145,23 @@ def received_bytes(upstream: MariaDB, st: dict[str, Any]) -> int:
     return 0
 
 
-def relay_catch_up(upstream: MariaDB, datadir: Path, log_path: Path,
-                   console: Console) -> tuple[Binlogd, float, float]:
+def relay_catch_up(upstream: MariaDB, datadir: Path, log_path: Path, console: Console,
+                   tree: Path | None = None) -> tuple[Binlogd, float, float]:
     """Start a relay on an empty datadir; seconds from its dump request to having stored everything, and the
     relay process's CPU seconds per byte stored, measured from its first poll after start-up (so the interpreter's
     start-up is not counted; bytes received before that poll are left out of the division too).
 
     The end is seen from outside: the size of the upstream's last file in the relay's datadir (tmpfs), polled every
     5 ms, so the relay spends no CPU on being watched (SHOW SLAVE STATUS once a second, for errors and progress;
-    SHOW MASTER STATUS once at the end, which must then equal the upstream's)."""
-    relay = Binlogd.start(["--upstream", f"mysql://root:@127.0.0.1:{upstream.port}", "--datadir", str(datadir),
-                           "--server-id", "100", "--upstream-heartbeat", "5"], log_path=log_path)
+    SHOW MASTER STATUS once at the end, which must then equal the upstream's). `tree`: binlogd from another source
+    tree (the launcher maps it; before/after comparisons of a patch in one command)."""
+    args = ["--upstream", f"mysql://root:@127.0.0.1:{upstream.port}", "--datadir", str(datadir), "--server-id", "100",
+            "--upstream-heartbeat", "5"]
+    if tree is None:
+        relay = Binlogd.start(args, log_path=log_path)
+    else:
+        relay = Binlogd.start(args, log_path=log_path, env={"BINLOGD_BENCH_TREE": str(tree.resolve())},
+                              module=LAUNCHER, cwd=REPO_ROOT)
     target = upstream.master_status()
     last = datadir / target[0]
     conn = relay.connect()
@@ -303,6 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval-ms", type=float, default=5.0, help="pause between commits (default 5 ms)")
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="binlog cache (shared with "
                    "dump_throughput)")
+    p.add_argument("--binlogd-tree", type=Path, help="run the relay from this source tree (a copy of the repository "
+                   "with its built extensions: before/after comparisons)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     return p
 
@@ -335,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         load = {"start": os.getloadavg()}
         # the upstream's rate before and after the relay's run (the machine's load moves; the mean is compared)
         up_s1, up_cpu1 = upstream_dump_rate(upstream, binary, fast / "mariadb-binlog")
-        relay, relay_s, cpu_per_byte = relay_catch_up(upstream, fast / "relay", work / "binlogd.log", console)
+        relay, relay_s, cpu_per_byte = relay_catch_up(upstream, fast / "relay", work / "binlogd.log", console,
+                                                      args.binlogd_tree)
         shutil.rmtree(fast / "mariadb-binlog")
         up_s2, up_cpu2 = upstream_dump_rate(upstream, binary, fast / "mariadb-binlog")
         up_s = (up_s1 + up_s2) / 2

@@ -200,6 +200,8 @@ class Ledger:
         self._closing = False
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None  # the loop's thread (`start`): its hand-overs wake the writer later
+        self._notify_due = False  # a deferred wake-up of the writer is scheduled on the loop
         self._room: asyncio.Event | None = None
         self.records_written = 0
         self.error: BaseException | None = None
@@ -254,6 +256,7 @@ class Ledger:
     # --- the event loop side -------------------------------------------------------------------------------
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._room = asyncio.Event()
         self._room.set()
         self._idle = asyncio.Event()
@@ -303,8 +306,21 @@ class Ledger:
                 self._room.clear()
             if len(self._items) == 1:
                 # only when the queue was empty: the writer thread takes the whole list when it runs, and waking
-                # it for each of 20 dumps' hand-overs of one transaction made it fight the loop for the GIL
-                self._cond.notify()
+                # it for each of 20 dumps' hand-overs of one transaction made it fight the loop for the GIL.
+                # On the loop, the wake-up waits for the loop's next turn: the dumps one change woke all run in
+                # this one, writing to their sockets, before the writer takes the GIL to format their records
+                if self._loop is not None and threading.get_ident() == self._loop_thread:
+                    if not self._notify_due:
+                        self._notify_due = True
+                        self._loop.call_soon(self._notify)
+                else:
+                    self._cond.notify()
+
+    def _notify(self) -> None:
+        """The deferred wake-up of the writer thread (see `_put`)."""
+        self._notify_due = False
+        with self._cond:
+            self._cond.notify()
 
     @property
     def pending(self) -> int:

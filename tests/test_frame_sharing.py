@@ -7,8 +7,10 @@ import shutil
 from pathlib import Path
 
 from binlogd.protocol.decision import Compat
+from binlogd.protocol.packets import frame
 from binlogd.server.binlog.store import BinlogStore
-from binlogd.server.dump import DumpParams, DumpStream, frames_of
+from binlogd.server.dump import DumpParams, DumpStream, FramedChunk, frames_of
+from binlogd.server.dump.framing import reseq
 
 from tests.dumpclient import MemorySink
 from tests.oracle_data import oracle_dir
@@ -38,10 +40,36 @@ def test_same_state_shares_framing_and_bytes(tmp_path: Path) -> None:
             second = await _dump(shared, _params(cap, skip))
             assert first == second == fresh
             assert frames_of(shared).hits > hits  # the second dump reused the first one's packets
-        # another sequence id or policy is another key: no wrong reuse
-        misses = frames_of(shared).misses
+        # another sequence id or policy is another key: no wrong reuse; a small chunk framed at another sequence
+        # id is renumbered (these files' chunks are small), and the bytes are a fresh dump's at that sequence id
+        misses, renumbered = frames_of(shared).misses, frames_of(shared).renumbered
         other_seq = await _dump(shared, _params(4, False), seq=2)
         assert frames_of(shared).misses > misses
+        assert frames_of(shared).renumbered > renumbered
         assert other_seq != await _dump(shared, _params(4, False))
+        assert other_seq == await _dump(BinlogStore(tmp_path), _params(4, False), seq=2)
+        for seq in (255, 0, 77):  # around the wrap of the one-byte sequence id, and a renumbered chunk renumbered
+            assert await _dump(shared, _params(4, False), seq=seq) == await _dump(BinlogStore(tmp_path),
+                                                                                  _params(4, False), seq=seq)
 
     asyncio.run(run())
+
+
+def test_reseq_renumbers_every_packet() -> None:
+    """The packets of a chunk renumbered from another sequence id equal the chunk framed from that one (across the
+    one-byte wrap, with a packet over 64 KiB: all three bytes of its length read)."""
+    events = [bytes([i]) * n for i, n in enumerate((19, 300, 70_000, 40))]
+
+    def framed(seq: int) -> FramedChunk:
+        out = bytearray()
+        for ev in events:
+            seq = frame(b"\0" + ev, seq, out)
+        return FramedChunk(framed=out, consumed=0, seq_after=seq, sent=len(events), read=len(events), holes=0,
+                           dummies=0, begins=0, sent_end=-1, need=0)
+
+    for a, b in ((1, 2), (250, 3), (3, 254), (0, 255)):
+        got = reseq(framed(a), a, b)
+        assert got is not None and got.framed == framed(b).framed and got.seq_after == framed(b).seq_after
+    torn = framed(1)
+    assert reseq(FramedChunk(**{**{f: getattr(torn, f) for f in torn.__slots__}, "framed": torn.framed[:-1]}),
+                 1, 2) is None

@@ -99,18 +99,46 @@ class FramedChunk:
     chain_out: bool = False
 
 
+RESEQ_MAX = 4 << 10  # framed bytes up to which a chunk framed at another sequence id is copied and renumbered
+
+
+def reseq(item: FramedChunk, seq_before: int, seq: int) -> FramedChunk | None:
+    """`item` (framed from sequence id `seq_before`) as framed from `seq`: the same packets, renumbered (the packets
+    of a cached chunk are numbered one after the other: semi-sync dumps, which restart, never share); None if they
+    were not (then the dump frames the chunk itself)."""
+    out = bytearray(item.framed)
+    off, n, s = 0, len(out), seq
+    while off + 4 <= n:
+        out[off + 3] = s
+        s = (s + 1) & 0xFF
+        off += 4 + (out[off] | out[off + 1] << 8 | out[off + 2] << 16)
+    if off != n or s != (item.seq_after - seq_before + seq) & 0xFF:
+        return None
+    return FramedChunk(out, item.consumed, s, item.sent, item.read, item.holes, item.dummies, item.begins,
+                       item.sent_end, item.need, item.records, item.gtid_out, item.chain_out)
+
+
 class FrameCache:
     """The most recently framed chunks, shared by all dumps of a store, bounded in bytes (chunks holding an
-    event of several MiB are not kept)."""
+    event of several MiB are not kept).
+
+    Keys are `(generation, ino, pos, length, seq, ...)`. Dumps that follow the end of a file get each transaction
+    as a small chunk, and their sequence ids differ wherever their heartbeats did (each dump's own timer): a small
+    chunk framed at another sequence id is found by the key without it (`any`) and renumbered, which costs a copy
+    of a few hundred bytes instead of a framing per dump and transaction."""
+
+    SEQ_AT = 4  # the sequence id's place in a key
 
     def __init__(self, max_bytes: int = 8 << 20, max_item: int = 4 << 20) -> None:
         self.max_bytes = max_bytes
         self.max_item = max_item
         self._items: OrderedDict[Hashable, FramedChunk] = OrderedDict()
+        # small chunks by their key without the sequence id: (the sequence id they were framed from, the chunk)
+        self._any: dict[tuple[Any, ...], tuple[int, FramedChunk]] = {}
         self._bytes = 0
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.renumbered = 0
 
-    def get(self, key: Hashable) -> FramedChunk | None:
+    def get(self, key: tuple[Any, ...]) -> FramedChunk | None:
         item = self._items.get(key)
         if item is None:
             self.misses += 1
@@ -119,14 +147,34 @@ class FrameCache:
         self._items.move_to_end(key)
         return item
 
-    def put(self, key: Hashable, item: FramedChunk) -> None:
+    def any(self, key: tuple[Any, ...]) -> FramedChunk | None:
+        """After a miss: the chunk of `key` framed at another sequence id and renumbered (then kept under `key`), if
+        a small one is cached."""
+        at = self.SEQ_AT
+        found = self._any.get(key[:at] + key[at + 1:])
+        if found is None:
+            return None
+        item = reseq(found[1], found[0], key[at])
+        if item is None:
+            return None
+        self.renumbered += 1
+        self.put(key, item)
+        return item
+
+    def put(self, key: tuple[Any, ...], item: FramedChunk) -> None:
         if len(item.framed) > self.max_item or key in self._items:
             return
         self._items[key] = item
         self._bytes += len(item.framed)
+        at = self.SEQ_AT
+        if len(item.framed) <= RESEQ_MAX:
+            self._any.setdefault(key[:at] + key[at + 1:], (key[at], item))
         while self._bytes > self.max_bytes:
-            _, old = self._items.popitem(last=False)
+            old_key, old = self._items.popitem(last=False)
             self._bytes -= len(old.framed)
+            any_key = old_key[:at] + old_key[at + 1:]
+            if (found := self._any.get(any_key)) is not None and found[1] is old:
+                del self._any[any_key]
 
 
 
@@ -155,12 +203,23 @@ class _Counts:
         return self.sent + self.holes + self.events
 
 
+_POLICY_KEYS: dict[Any, int] = {}
+
+
+def _policy_key(policy: Hashable) -> int:
+    """A small int standing for `policy` in frame cache keys: the dataclass's generated hash, in Python, was paid at
+    every chunk of every dump."""
+    return _POLICY_KEYS.setdefault(policy, len(_POLICY_KEYS))
+
+
 class Framing:
     """The framing side of a DumpStream (mixed into it)."""
 
     p: DumpParams
     store: BinlogStore
     stats: DumpStats
+    _frames: FrameCache | None = None  # frames_of(store), looked up at the first chunk
+    _pkey = -1  # _policy_key(policy), with _frames
 
     def _put_packet(self, payload: bytes) -> None:
         self.seq = frame(payload, self.seq, self.out)
@@ -195,9 +254,14 @@ class Framing:
         if self.skipper is not None or self.semi is not None or self.tfilter is not None:  # (a filter: its own state)
             return await self._process(data, pos), b""  # (its packets are in self.out)
         gstate = (self._gtid, self._chain)  # the ledger's group tracking
-        key = (self.store.generation, ino, pos, len(data), self.seq, self.policy, self.alg, gstate)
-        cache = frames_of(self.store)
+        cache = self._frames
+        if cache is None:  # (looked up once per dump: a WeakKeyDictionary lookup per chunk showed in profiles)
+            cache = self._frames = frames_of(self.store)
+            self._pkey = _policy_key(self.policy)
+        key = (self.store.generation, ino, pos, len(data), self.seq, self._pkey, self.alg, gstate)
         hit = cache.get(key)
+        if hit is None:
+            hit = cache.any(key)
         st = self.stats
         if hit is not None:
             self.seq = hit.seq_after

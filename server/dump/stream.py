@@ -297,7 +297,10 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             _check_open(w)
             w.write(data)
             self._boundary_seq = None
-            await w.drain()
+            if type(w) is not asyncio.StreamWriter or w.transport.get_write_buffer_size():
+                await w.drain()
+            # else the socket took it all: drain() would return at once (nothing buffered, so no pause); a peer
+            # gone is seen by the next write's _check_open, as between slices
         else:
             mv = memoryview(data)
             for i in range(0, len(data), WRITE_SLICE):
@@ -437,8 +440,11 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
                 await self._flush()
             if self._done:  # START SLAVE UNTIL reached
                 return
-            if consumed:
+            if consumed and (pos < end or cap is None or self.p.non_blocking or store.version != version):
                 continue  # more may follow right away
+            # (at the end binlogd's writer published, with no change since: the next turn would read nothing and
+            # wait, so a dump woken for one transaction goes straight back to waiting; a publication not yet
+            # bumped ends the wait at once)
             if self._tail is not None:  # nothing follows right away: the held-back run is queued now
                 self._hand_over(final=True)
             # at the end of what the file holds now (a chunk always holds the whole event at `pos` when it is
@@ -491,7 +497,9 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
                 if evlen <= len(data) or evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
                     return data  # (a bogus length is reported by _process)
         length = min(BLOCK, end - b0)
-        blk = await self._block(fd, ino, b0, length)
+        blk = self.store.blocks.cached((self.store.generation, ino, b0, length))
+        if blk is None:
+            blk = await self._block(fd, ino, b0, length)
         off = pos - b0
         avail = len(blk) - off
         if avail >= HEADER_LEN:
