@@ -14,7 +14,9 @@ from .ledger import LedgerError, ledger_files, read_ledger
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
 ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "renamed", "fake")
-STEPS = ("binlog", "ledger", "connections", "policy runs", *(f"check {i}" for i in range(1, 11)))
+# "findings": the one Spark action that collects checks 1-5's findings (the steps before it only plan them)
+STEPS = ("binlog", "ledger", "connections", "policy runs", *(f"check {i}" for i in range(1, 10)), "findings",
+         "check 10")
 
 
 class AuditError(Exception):
@@ -82,20 +84,19 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     checks.drop_repeated_records(data)
     findings += checks.load_connections(data)
     progress("connections")
-    findings += checks.expand_policy_runs(data)
+    # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
+    pending: list[Any] = checks.expand_policy_runs(data)
     progress("policy runs")
-    findings += checks.check_binlog_crc(data)
-    findings += checks.check_coverage(data)
+    pending += checks.check_binlog_crc(data)
+    pending += checks.check_coverage(data)
     progress("check 1")
-    rules = checks.check_rules(data)
-    findings += [f for f in rules if f[0] == 2]
+    pending += checks.check_rules(data)  # checks 2 and 4
     progress("check 2")
-    findings += checks.check_dummies(data)
+    pending += checks.check_dummies(data)
     progress("check 3")
-    findings += [f for f in rules if f[0] == 4]
     progress("check 4")
     atom, divergence, skipped = checks.check_atomicity(data)
-    findings += atom
+    pending += atom
     progress("check 5")
     findings += checks.check_continuity(data)
     progress("check 6")
@@ -106,6 +107,8 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     progress("check 8")
     totals = checks.action_totals(data)
     progress("check 9")
+    findings += checks.collect_findings(pending)
+    progress("findings")
     # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name them)
     explained = frozenset(f[2] for f in findings if f[0] <= 4 and f[1] == "error" and f[2] is not None)
     findings += checks.check_ledger(data, explained)

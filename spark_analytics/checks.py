@@ -139,7 +139,8 @@ def load_connections(data: AuditData) -> list[tuple]:
     L = data.ledger
     out: list[tuple] = []
     # one job for the conn and close records, one for what the ev records say per connection
-    rows = L.filter(F.col("r").isin("conn", "close")).orderBy("seq").collect()
+    # sorted here as orderBy("seq") would (nulls first), not by Spark: its sort is a sampling job and a shuffle
+    rows = sorted(L.filter(F.col("r").isin("conn", "close")).collect(), key=lambda r: (r.seq is not None, r.seq or 0))
     conn_rows = [r for r in rows if r.r == "conn"]
     close_rows = [r for r in rows if r.r == "close"]
     seen: dict[int, Connection] = {}
@@ -302,8 +303,6 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     if data.raw_ledger is None:
         data.raw_ledger = L
     is_run = (F.col("r") == "ev") & (F.col("action") == "sent") & (F.coalesce(F.col("policy"), F.lit(0)) > 0)
-    if not L.filter(is_run).take(1):
-        return []  # ledgers written before policy runs, or a dump without any
     E = data.events
     P = L.filter(is_run).withColumn("rid", F.monotonically_increasing_id()).cache()
     # the runs' boundaries as event ordinals (the runs are few next to the events: broadcast, E is not shuffled)
@@ -317,8 +316,14 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
           & ((F.col("count") != 1) | F.col("type").isNull()
              | ((F.col("type") == F.col("s_type")) & (F.col("flags") == F.col("s_flags")))))
     B = (P.join(SK, "rid", "left").join(TK, "rid", "left").withColumn("ok", F.coalesce(ok, F.lit(False))).cache())
+    # one job: whether there are runs at all, and the connections of those that fit the binlog
+    runs = B.agg(F.count("*").alias("n"), F.collect_set(F.when(F.col("ok"), F.col("conn"))).alias("conns")).collect()[0]
+    if not runs.n:
+        P.unpersist()
+        B.unpersist()
+        return []  # ledgers written before policy runs, or a dump without any
+    run_conns = list(runs.conns)
     V = B.filter(F.col("ok"))
-    run_conns = [r.conn for r in V.select("conn").distinct().collect()]
     # the events the connection's type rules filter (for the connections that have runs), and the runs' heads
     PC = conns_df(data).filter(F.col("conn").isin(run_conns)).select("conn", "policy_id")
     EV = (E.withColumn("flagged", F.col("flags").bitwiseAND(0x8000) != 0)
@@ -379,27 +384,40 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     # inside every check's plan made planning slow and the plan's text large enough to exhaust the driver's heap
     data.ledger = L.filter(~is_run).unionByName(kept).unionByName(expanded, allowMissingColumns=True).localCheckpoint()
     data.cached.append(data.ledger)
-    out: list[tuple] = []
     n = F.coalesce(F.col("p_n"), F.lit(0))
-    out += _rows(B2.filter(n != F.col("policy")), 4, "error",
-                 F.format_string("record seq %d says %d events got the connection's type rules; the binlog and the "
-                                 "policy give %d", F.col("seq"), F.col("policy"), n))
     sent_len = F.col("length") - F.coalesce(F.col("p_hole"), F.lit(0))
-    out += _rows(B2.filter(~F.col("sent_length").eqNullSafe(sent_len)), 1, "error",
-                 F.format_string("record seq %d says sent_length %d; its events and policy holes give %d",
-                                 F.col("seq"), F.col("sent_length"), sent_len))
-    out = collect_findings(out)
-    for df in (P, B, A, B2):
-        df.unpersist()
+    out = _rows_of(B2, [
+        (n != F.col("policy"), 4, "error",
+         F.format_string("record seq %d says %d events got the connection's type rules; the binlog and the "
+                         "policy give %d", F.col("seq"), F.col("policy"), n)),
+        (~F.col("sent_length").eqNullSafe(sent_len), 1, "error",
+         F.format_string("record seq %d says sent_length %d; its events and policy holes give %d",
+                         F.col("seq"), F.col("sent_length"), sent_len))])
+    data.cached += [P, B, A, B2]  # the findings above are collected with every other check's (`collect_findings`)
     return out
 
 
 def _rows(df: Any, check: int, severity: str, msg: Any) -> list[Any]:
-    """Findings as a lazy DataFrame (collected once per check by `collect_findings`)."""
+    """Findings as a lazy DataFrame (all of an audit's collected together: `collect_findings`)."""
     F = _F()
     return [df.select(F.lit(check).alias("check"), F.lit(severity).alias("severity"),
                       F.col("conn").cast("bigint").alias("connection_id"), F.col("file"),
                       F.col("start").cast("bigint").alias("pos"), msg.alias("message"))]
+
+
+def _rows_of(df: Any, rules: list[tuple[Any, int, str, Any]], pos: Any = None) -> list[Any]:
+    """The findings of several (condition, check, severity, message) rules over the rows of one DataFrame in one
+    pass: a row gives one finding per rule whose condition is true (a null condition gives none, as a filter
+    would). One plan branch instead of one filtered copy of `df` (and of its joins) per rule."""
+    F = _F()
+    arr = F.array(*[F.when(cond, F.struct(F.lit(check).alias("check"), F.lit(severity).alias("severity"),
+                                          msg.cast("string").alias("message")))
+                    for cond, check, severity, msg in rules])
+    pos = F.col("start") if pos is None else pos
+    return [df.select(F.col("conn").cast("bigint").alias("connection_id"), F.col("file"),
+                      pos.cast("bigint").alias("pos"), F.explode(arr).alias("f"))
+            .filter(F.col("f").isNotNull())
+            .select("f.check", "f.severity", "connection_id", "file", "pos", "f.message")]
 
 
 def collect_findings(items: list[Any]) -> list[tuple]:
@@ -421,11 +439,11 @@ def check_binlog_crc(data: AuditData) -> list[tuple]:
     event, whatever the connections did with it (every connection that got it as stored got the changed bytes)."""
     F = _F()
     bad = data.events.filter(F.col("crc_ok") == F.lit(False))
-    return collect_findings([bad.select(
+    return [bad.select(
         F.lit(1).alias("check"), F.lit("error").alias("severity"), F.lit(None).cast("bigint").alias("connection_id"),
         "file", F.col("start").alias("pos"),
         F.format_string("stored event %s(%d) [%d, %d) fails its CRC32: the binlog file was changed after it was "
-                        "written", F.col("type_name"), F.col("type"), F.col("start"), F.col("end")).alias("message"))])
+                        "written", F.col("type_name"), F.col("type"), F.col("start"), F.col("end")).alias("message"))]
 
 
 def check_coverage(data: AuditData) -> list[tuple]:
@@ -453,59 +471,57 @@ def check_coverage(data: AuditData) -> list[tuple]:
     ws = Window.partitionBy("conn").orderBy("seq", "fi", "start")
     R = (R.withColumn("s_prev_seq", F.lag("seq").over(ws)).withColumn("s_prev_fi", F.lag("fi").over(ws))
          .withColumn("s_prev_start", F.lag("start").over(ws)).withColumn("s_prev_end", F.lag("end").over(ws)))
-    R = R.cache()
-    first = R.filter(F.col("prev_end").isNull() & ((F.col("fi") != F.col("start_fi")) |
-                                                   (F.col("start") != F.col("start_pos"))))
-    out += _rows(first, 1, "error", F.format_string("records begin here, but the connection started at position %d "
-                                                    "of file #%d", F.col("start_pos"), F.col("start_fi")))
-    same = F.col("pfi") == F.col("fi")
-    out += _rows(R.filter(same & (F.col("start") > F.col("prev_end"))), 1, "error",
-                 F.format_string("gap: events [%d, %d) are not accounted for", F.col("prev_end"), F.col("start")))
-    out += _rows(R.filter(same & (F.col("start") < F.col("prev_end"))), 1, "error",
-                 F.format_string("overlap: [%d, %d) accounted for twice (previous record ends at %d)",
-                                 F.col("start"), F.least(F.col("end"), F.col("prev_end")), F.col("prev_end")))
-    # records that tile the file but were written in another order (an overlap or a gap is reported as such)
-    overlaps = (same & (F.col("start") < F.col("prev_end"))) | (
-        (F.col("nfi") == F.col("fi")) & (F.col("next_start") < F.col("end")))
-    before = (F.col("fi") < F.col("s_prev_fi")) | ((F.col("fi") == F.col("s_prev_fi"))
-                                                  & (F.col("start") < F.col("s_prev_end")))
-    out += _rows(R.filter(before & ~overlaps), 1, "error",
-                 F.format_string("record seq %d [%d, %d) is out of stream order: the ledger has it after seq %d, "
-                                 "whose events come after it in the binlog", F.col("seq"), F.col("start"),
-                                 F.col("end"), F.col("s_prev_seq")))
-    newfile = F.col("pfi").isNotNull() & (F.col("pfi") != F.col("fi"))
-    out += _rows(R.filter(newfile & (F.col("prev_end") != F.col("prev_file_end"))), 1, "error",
-                 F.format_string("the previous file's records end at %d, before its end %d", F.col("prev_end"),
-                                 F.col("prev_file_end")))
-    out += _rows(R.filter(newfile & ((F.col("fi") != F.col("pfi") + 1) | (F.col("start") != 4))), 1, "error",
-                 F.format_string("the file's records begin at %d (expected 4, right after file #%d)", F.col("start"),
-                                 F.col("pfi")))
-    out += _rows(R.filter(F.col("next_start").isNull() & (F.col("end_fi") >= 0) &
-                          ((F.col("fi") != F.col("end_fi")) | (F.col("end") != F.col("end_pos")))), 1, "error",
-                 F.format_string("records end at %d but the connection's last position is %d in file #%d",
-                                 F.col("end"), F.col("end_pos"), F.col("end_fi")))
-    # boundaries and counts against the binlog's events
+    # boundaries and counts against the binlog's events: (file, start) and (file, end) are unique among the events,
+    # so B has R's rows, one each, and every rule of this check reads one pass over B
     E = data.events.select("file", "start", "end", "ordinal", "type", "flags")
     S = E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("e_type"),
                  F.col("flags").alias("e_flags"))
     T = E.select("file", F.col("end"), F.col("ordinal").alias("e_ord"))
     B = R.join(S, ["file", "start"], "left").join(T, ["file", "end"], "left")
-    out += _rows(B.filter(F.col("s_ord").isNull()), 1, "error",
-                 F.format_string("record [%d, %d) does not start at an event boundary", F.col("start"), F.col("end")))
-    out += _rows(B.filter(F.col("s_ord").isNotNull() & F.col("e_ord").isNull()), 1, "error",
-                 F.format_string("record [%d, %d) does not end at an event boundary", F.col("start"), F.col("end")))
-    ok = B.filter(F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull())
-    out += _rows(ok.filter(F.col("count") != F.col("e_ord") - F.col("s_ord") + 1), 1, "error",
-                 F.format_string("record [%d, %d) says %d events, the binlog has %d there", F.col("start"),
-                                 F.col("end"), F.col("count"), F.col("e_ord") - F.col("s_ord") + 1))
-    out += _rows(ok.filter(F.col("length") != F.col("end") - F.col("start")), 1, "error",
-                 F.format_string("record [%d, %d) says length %d", F.col("start"), F.col("end"), F.col("length")))
-    out += _rows(ok.filter(F.col("type").isNotNull() & (F.col("count") == 1) &
-                           ((F.col("type") != F.col("e_type")) | (F.col("flags") != F.col("e_flags")))), 1, "error",
-                 F.format_string("record says type %d flags 0x%04x, the binlog event is type %d flags 0x%04x",
-                                 F.col("type"), F.col("flags"), F.col("e_type"), F.col("e_flags")))
-    out = collect_findings(out)
-    R.unpersist()
+    first = F.col("prev_end").isNull() & ((F.col("fi") != F.col("start_fi")) | (F.col("start") != F.col("start_pos")))
+    same = F.col("pfi") == F.col("fi")
+    # records that tile the file but were written in another order (an overlap or a gap is reported as such)
+    overlaps = (same & (F.col("start") < F.col("prev_end"))) | (
+        (F.col("nfi") == F.col("fi")) & (F.col("next_start") < F.col("end")))
+    before = (F.col("fi") < F.col("s_prev_fi")) | ((F.col("fi") == F.col("s_prev_fi"))
+                                                  & (F.col("start") < F.col("s_prev_end")))
+    newfile = F.col("pfi").isNotNull() & (F.col("pfi") != F.col("fi"))
+    ok = F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull()
+    out += _rows_of(B, [
+        (first, 1, "error", F.format_string("records begin here, but the connection started at position %d of file "
+                                            "#%d", F.col("start_pos"), F.col("start_fi"))),
+        (same & (F.col("start") > F.col("prev_end")), 1, "error",
+         F.format_string("gap: events [%d, %d) are not accounted for", F.col("prev_end"), F.col("start"))),
+        (same & (F.col("start") < F.col("prev_end")), 1, "error",
+         F.format_string("overlap: [%d, %d) accounted for twice (previous record ends at %d)",
+                         F.col("start"), F.least(F.col("end"), F.col("prev_end")), F.col("prev_end"))),
+        (before & ~overlaps, 1, "error",
+         F.format_string("record seq %d [%d, %d) is out of stream order: the ledger has it after seq %d, "
+                         "whose events come after it in the binlog", F.col("seq"), F.col("start"),
+                         F.col("end"), F.col("s_prev_seq"))),
+        (newfile & (F.col("prev_end") != F.col("prev_file_end")), 1, "error",
+         F.format_string("the previous file's records end at %d, before its end %d", F.col("prev_end"),
+                         F.col("prev_file_end"))),
+        (newfile & ((F.col("fi") != F.col("pfi") + 1) | (F.col("start") != 4)), 1, "error",
+         F.format_string("the file's records begin at %d (expected 4, right after file #%d)", F.col("start"),
+                         F.col("pfi"))),
+        (F.col("next_start").isNull() & (F.col("end_fi") >= 0) &
+         ((F.col("fi") != F.col("end_fi")) | (F.col("end") != F.col("end_pos"))), 1, "error",
+         F.format_string("records end at %d but the connection's last position is %d in file #%d",
+                         F.col("end"), F.col("end_pos"), F.col("end_fi"))),
+        (F.col("s_ord").isNull(), 1, "error",
+         F.format_string("record [%d, %d) does not start at an event boundary", F.col("start"), F.col("end"))),
+        (F.col("s_ord").isNotNull() & F.col("e_ord").isNull(), 1, "error",
+         F.format_string("record [%d, %d) does not end at an event boundary", F.col("start"), F.col("end"))),
+        (ok & (F.col("count") != F.col("e_ord") - F.col("s_ord") + 1), 1, "error",
+         F.format_string("record [%d, %d) says %d events, the binlog has %d there", F.col("start"),
+                         F.col("end"), F.col("count"), F.col("e_ord") - F.col("s_ord") + 1)),
+        (ok & (F.col("length") != F.col("end") - F.col("start")), 1, "error",
+         F.format_string("record [%d, %d) says length %d", F.col("start"), F.col("end"), F.col("length"))),
+        (ok & F.col("type").isNotNull() & (F.col("count") == 1) &
+         ((F.col("type") != F.col("e_type")) | (F.col("flags") != F.col("e_flags"))), 1, "error",
+         F.format_string("record says type %d flags 0x%04x, the binlog event is type %d flags 0x%04x",
+                         F.col("type"), F.col("flags"), F.col("e_type"), F.col("e_flags")))])
     return out
 
 
@@ -607,7 +623,7 @@ def check_rules(data: AuditData) -> list[tuple]:
     EXP = expected_filtered(data).select("conn", "file", "start", F.col("end").alias("ev_end"), "type", "flagged",
                                          "expected", "c_capability", "c_skip", "c_compat", "t_why")
     NS = withheld_events(data).select("conn", "file", "start", "action", "why", F.col("type").alias("r_type"))
-    J = NS.join(EXP, ["conn", "file", "start"], "full_outer").cache()
+    J = NS.join(EXP, ["conn", "file", "start"], "full_outer")
     tname = F.coalesce(F.col("type"), F.col("r_type"))
     # "sent as-is" only where a plain `sent` record covers the event: an event no record covers is check 1's gap,
     # one inside a policy run that did not fit the binlog (left unexpanded) is check 1's finding on that run
@@ -617,33 +633,35 @@ def check_rules(data: AuditData) -> list[tuple]:
     missing = (J.filter(F.col("action").isNull()).join(plain, ["conn", "file"])
                .filter((F.col("start") >= F.col("s_start")) & (F.col("ev_end") <= F.col("s_end")))
                .drop("s_start", "s_end").dropDuplicates(["conn", "file", "start"]))
-    out += _rows(missing.filter(F.col("flagged") & F.col("c_skip")), 4, "error",
-                 F.format_string("event type %d flagged 0x8000 sent as-is to a skip_replication connection "
-                                 "(the rule says %s)", tname, F.col("expected")))
-    out += _rows(missing.filter(F.col("t_why").isNotNull()), 4, "error",
-                 F.format_string("event type %d sent as-is although %s %s it (the rule says %s)", tname,
-                                 F.col("t_why"), F.when(F.col("expected") == "renamed", "renames")
-                                 .otherwise("rejects"), F.col("expected")))
-    out += _rows(missing.filter(~(F.col("flagged") & F.col("c_skip")) & F.col("t_why").isNull()), 4, "error",
-                 F.format_string("event type %d sent as-is to capability %d, which cannot take it (the rule says %s)",
-                                 tname, F.col("c_capability"), F.col("expected")))
+    skip_flagged = F.col("flagged") & F.col("c_skip")
+    out += _rows_of(missing, [
+        (skip_flagged, 4, "error",
+         F.format_string("event type %d flagged 0x8000 sent as-is to a skip_replication connection "
+                         "(the rule says %s)", tname, F.col("expected"))),
+        (F.col("t_why").isNotNull(), 4, "error",
+         F.format_string("event type %d sent as-is although %s %s it (the rule says %s)", tname,
+                         F.col("t_why"), F.when(F.col("expected") == "renamed", "renames")
+                         .otherwise("rejects"), F.col("expected"))),
+        (~skip_flagged & F.col("t_why").isNull(), 4, "error",
+         F.format_string("event type %d sent as-is to capability %d, which cannot take it (the rule says %s)",
+                         tname, F.col("c_capability"), F.col("expected")))])
     legal_start = F.coalesce(F.col("why"), F.lit("")) == "gtid_start"
-    extra = J.filter(F.col("expected").isNull() & ~legal_start)
-    out += _rows(extra.filter(F.col("action") == "hole"), 2, "error",
-                 F.format_string("hole (why %s) for an event type %d the rule sends as-is", F.col("why"), tname))
-    out += _rows(extra.filter(F.col("action") != "hole"), 4, "error",
-                 F.format_string("%s (why %s) for an event type %d the rule sends as-is", F.col("action"),
-                                 F.col("why"), tname))
-    differ = J.filter(F.col("expected").isNotNull() & F.col("action").isNotNull() &
-                      (F.col("expected") != F.col("action")) & ~legal_start)
-    out += _rows(differ.filter(F.col("action") == "hole"), 2, "error",
-                 F.format_string("hole for event type %d where capability %d needs a %s (it cannot take holes)",
-                                 tname, F.col("c_capability"), F.col("expected")))
-    out += _rows(differ.filter(F.col("action") != "hole"), 4, "error",
-                 F.format_string("%s for event type %d where the rule says %s", F.col("action"), tname,
-                                 F.col("expected")))
-    out = collect_findings(out)
-    J.unpersist()
+    extra = F.col("expected").isNull() & ~legal_start
+    differ = (F.col("expected").isNotNull() & F.col("action").isNotNull() &
+              (F.col("expected") != F.col("action")) & ~legal_start)
+    is_hole = F.col("action") == "hole"
+    out += _rows_of(J, [
+        (extra & is_hole, 2, "error",
+         F.format_string("hole (why %s) for an event type %d the rule sends as-is", F.col("why"), tname)),
+        (extra & (F.col("action") != "hole"), 4, "error",
+         F.format_string("%s (why %s) for an event type %d the rule sends as-is", F.col("action"),
+                         F.col("why"), tname)),
+        (differ & is_hole, 2, "error",
+         F.format_string("hole for event type %d where capability %d needs a %s (it cannot take holes)",
+                         tname, F.col("c_capability"), F.col("expected"))),
+        (differ & (F.col("action") != "hole"), 4, "error",
+         F.format_string("%s for event type %d where the rule says %s", F.col("action"), tname,
+                         F.col("expected")))])
     return out
 
 
@@ -682,34 +700,36 @@ def check_dummies(data: AuditData) -> list[tuple]:
     D = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("dummy", "begin"))
          .select("seq", "conn", "file", "start", "end", "count", "length", "sent_length", "action"))
     # per event of each record (a run expanded), then per record: what the events it replaces add up to
-    W = withheld_events(data, ("dummy", "begin")).cache()
+    W = withheld_events(data, ("dummy", "begin"))
     # a record is (seq, file, start): the records a policy run expands to share its seq
     per_rec = W.groupBy("seq", "file", F.col("rec_start").alias("start")).agg(
         F.sum("length").alias("e_length"), F.max("end").alias("e_end"), F.count("*").alias("e_count"))
     J = D.join(per_rec, ["seq", "file", "start"], "left")
-    out += _rows(J.filter(F.col("e_length").isNull()), 3, "error",
-                 F.format_string("%s record at a position where the binlog has no event", F.col("action")))
     # a record whose range or length does not fit the binlog's events is check 1's finding; here only what was
     # sent instead of the events of a well-formed record
-    K = J.filter(F.col("e_length").isNotNull() & (F.col("end") == F.col("e_end")) & (F.col("e_count") == F.col("count"))
-                 & (F.col("length") == F.col("end") - F.col("start")))
-    bad_len = (F.col("length") != F.col("e_length")) | (F.col("sent_length") != F.col("e_length"))
+    K = (F.col("e_length").isNotNull() & (F.col("end") == F.col("e_end")) & (F.col("e_count") == F.col("count"))
+         & (F.col("length") == F.col("end") - F.col("start")))
+    bad_len = K & ((F.col("length") != F.col("e_length")) | (F.col("sent_length") != F.col("e_length")))
     one = F.col("count") == 1
-    out += _rows(K.filter(bad_len & one), 3, "error",
-                 F.format_string("%s of length %d (sent %d bytes) replaces an event of length %d", F.col("action"),
-                                 F.col("length"), F.col("sent_length"), F.col("e_length")))
-    out += _rows(K.filter(bad_len & ~one), 3, "error",
-                 F.format_string("%s run of %d events of length %d (sent %d bytes) replaces %d events of length %d",
-                                 F.col("action"), F.col("count"), F.col("length"), F.col("sent_length"),
-                                 F.col("e_count"), F.col("e_length")))
+    out += _rows_of(J, [
+        (F.col("e_length").isNull(), 3, "error",
+         F.format_string("%s record at a position where the binlog has no event", F.col("action"))),
+        (bad_len & one, 3, "error",
+         F.format_string("%s of length %d (sent %d bytes) replaces an event of length %d", F.col("action"),
+                         F.col("length"), F.col("sent_length"), F.col("e_length"))),
+        (bad_len & ~one, 3, "error",
+         F.format_string("%s run of %d events of length %d (sent %d bytes) replaces %d events of length %d",
+                         F.col("action"), F.col("count"), F.col("length"), F.col("sent_length"),
+                         F.col("e_count"), F.col("e_length")))])
     # rebuild each distinct replaced event with protocol/rewrite.py: same length and log_pos, valid CRC
     uniq = (W.select("file", "start", F.col("length").alias("e_length"), "action",
                      F.col("crc_ok").isNotNull().alias("has_crc")).distinct())
-    for file, start, action, why in uniq.rdd.map(tuple).mapPartitions(_rebuild_rows(str(data.binlog_dir))).collect():
-        out.append(finding(3, "error", None, file, start, f"the {action} rebuilt from the stored event "
-                                                          f"(protocol/rewrite.py) is not valid: {why}"))
-    out = collect_findings(out)
-    W.unpersist()
+    bad = data.spark.createDataFrame(uniq.rdd.map(tuple).mapPartitions(_rebuild_rows(str(data.binlog_dir))),
+                                     "file STRING, start BIGINT, action STRING, why STRING")
+    out.append(bad.select(F.lit(3).alias("check"), F.lit("error").alias("severity"),
+                          F.lit(None).cast("bigint").alias("connection_id"), "file", F.col("start").alias("pos"),
+                          F.format_string("the %s rebuilt from the stored event (protocol/rewrite.py) is not valid: %s",
+                                          F.col("action"), F.col("why")).alias("message")))
     return out
 
 
@@ -737,7 +757,7 @@ def _gtid_summary(rows: list[Any]) -> dict[int, dict[str, Any]]:
 EMPTY_GTIDS: dict[str, Any] = {"transactions": 0, "gtids": [], "gtids_truncated": False, "content_bytes": 0}
 
 
-def check_atomicity(data: AuditData) -> tuple[list[tuple], dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
+def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
     """Check 5 and check 9: per connection, the transactions withheld (filtered) and, apart, those a GTID connect
     skipped; GTIDs in numeric order (domain, server, seq), at most 100 each."""
     F = _F()
@@ -750,10 +770,12 @@ def check_atomicity(data: AuditData) -> tuple[list[tuple], dict[int, dict[str, A
     pairs = FC.select("conn", "trx").join(conns_df(data), "conn")
     n_in = pairs.join(content, "trx").filter(in_range(F)).groupBy("conn", "trx").agg(F.count("*").alias("n_in"))
     J = FC.join(n_in, ["conn", "trx"], "left").filter(F.coalesce(F.col("n_in"), F.lit(0)) != F.col("n_filt"))
-    for r in J.collect():
-        out.append(finding(5, "error", r.conn, r.first.file, r.first.start,
-                           f"transaction {r.trx} split: {r.n_filt} of its {r.n_in or 0} events filtered, the rest "
-                           "sent"))
+    out.append(J.select(F.lit(5).alias("check"), F.lit("error").alias("severity"),
+                        F.col("conn").cast("bigint").alias("connection_id"), F.col("first.file").alias("file"),
+                        F.col("first.start").cast("bigint").alias("pos"),
+                        F.format_string("transaction %s split: %d of its %d events filtered, the rest sent",
+                                        F.col("trx"), F.col("n_filt"), F.coalesce(F.col("n_in"), F.lit(0)))
+                        .alias("message")))
     # check 9: what each connection did not get (withheld transactions and bytes), GTID-connect skips apart
     parts = F.split(F.col("trx"), "-")
     gtid = F.when(~F.col("trx").contains("#"), F.struct(parts[0].cast("long").alias("d"),
@@ -765,7 +787,7 @@ def check_atomicity(data: AuditData) -> tuple[list[tuple], dict[int, dict[str, A
                 F.sum("bytes").alias("bytes")).collect())
     div = _gtid_summary([r for r in agg if not r.skipped])
     skipped = _gtid_summary([r for r in agg if r.skipped])
-    FC.unpersist()
+    data.cached.append(FC)  # check 5's findings read it again (`collect_findings`, with every check's)
     return out, div, skipped
 
 

@@ -34,6 +34,12 @@ DEFAULTS: dict[str, str] = {
 # audits (tests): test_audit.py took 299 s with C2, 329 s with C1.
 SMALL_INPUT_BYTES = 32 << 20
 SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# A small audit's time is Spark jobs and stages, not rows. Adaptive execution runs every shuffle stage as a job of
+# its own and re-plans the whole query after each (the findings of checks 1-5 are one wide plan); without it and
+# with 2 shuffle partitions (the machine's cores), the 20 000-event audit ran 59 jobs, 118 stages, 384 tasks
+# instead of 92, 138 and 1 005 (benchmarks/README.md, "third session"). Large inputs keep AQE: its coalescing and
+# join choice pay there.
+SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "2"}
 
 
 LOG4J2 = """\
@@ -74,7 +80,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
                   log_file: Path | None = None, input_size: int | None = None) -> Any:
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
     Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
-    process (the CLI): at most SMALL_INPUT_BYTES starts the driver JVM with C1 only. None (not known; a session
+    process (the CLI): at most SMALL_INPUT_BYTES starts the driver JVM with C1 only and plans without adaptive
+    execution (SMALL_INPUT_SETTINGS). None (not known; a session
     that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -91,6 +98,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
             "spark.driver.extraJavaOptions", ""):
         settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
                                                      + SMALL_JVM_OPTIONS).strip()
+    if input_size is not None and input_size <= SMALL_INPUT_BYTES:
+        settings = {**settings, **{k: v for k, v in SMALL_INPUT_SETTINGS.items() if k not in (conf or {})}}
     if log_file is not None:
         settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
                                                      + quiet_logging(log_file)).strip()
