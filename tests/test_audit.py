@@ -30,7 +30,8 @@ from tests.dumpclient import raw_dump
 from tests.harness import Binlogd, MariaDB
 from tests.oracle_data import oracle_dir
 
-pytestmark = pytest.mark.mariadb
+# Spark under load: a 300 s timeout inside a py4j call leaves the module's shared session unusable for the rest
+pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(900)]
 
 _HDR = struct.Struct("<IBIIIH")
 ROTATE, QUERY, FDE, USER_VAR, GTID = 4, 2, 15, 14, 162

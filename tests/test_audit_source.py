@@ -19,6 +19,9 @@ from hypothesis import strategies as st
 from tests.oracle_data import oracle_dir
 from tests.test_audit import file_events
 
+# Spark under load: a 300 s timeout inside a py4j call leaves the module's shared session unusable for the rest
+pytestmark = pytest.mark.timeout(900)
+
 _U32 = struct.Struct("<I")
 BIG = 17 << 20  # an event larger than 16 MiB (a MariaDB packet's payload limit: split on the wire)
 

@@ -23,7 +23,8 @@ import pytest
 from tests.oracle_data import oracle_dir
 from tests.test_audit import REPLICA_SID, Scenario, _load, audit, file_events, run_scenario
 
-pytestmark = pytest.mark.mariadb
+# Spark under load: a 300 s timeout inside a py4j call leaves the module's shared session unusable for the rest
+pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(900)]
 
 GTID_SID = 21
 GTID_STATE = "0-1-5"

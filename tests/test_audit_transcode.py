@@ -17,7 +17,8 @@ from tests.dumpclient import raw_dump
 from tests.harness import Binlogd
 from tests.test_transcode import ADD, _twin
 
-pytestmark = pytest.mark.mariadb
+# Spark under load: a 300 s timeout inside a py4j call leaves the module's shared session unusable for the rest
+pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(900)]
 
 # (server_id, session, capability, skip, start position in the stream); None capability: not set
 NON_AWARE_DUMPS = ((21, [], None, False, 4), (22, [], 0, True, 4), (23, [], 4, True, 4), (24, [], 2, False, 0))
