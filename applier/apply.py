@@ -191,7 +191,7 @@ class TargetSession:
         self._pipe = Pipeline()  # statements not sent yet (one round trip when run)
         self._group_rows = 0  # row images queued in the group being queued
         self._batch_done = 0  # groups of the current apply_many whose COMMIT succeeded
-        self.binlog_gtids: dict[int, Gtid] = {}  # the target's @@gtid_binlog_pos at load_position (source GTIDs kept)
+        self.binlog_gtids: dict[int, Gtid] = {}  # the target's @@gtid_binlog_pos at start (read_binlog_gtids)
         self._tables_info: list[tuple[str | None, str]] | None = None
         self.preserve_gtids = True  # MariaDB targets: applied groups keep the source's GTID (as a replica does)
         self.native_rows = True  # MariaDB targets: row events go as BINLOG statements (applier/native.py)
@@ -256,23 +256,26 @@ class TargetSession:
             self.conn = None
 
     def load_position(self) -> Position | None:
-        """The stored position; also reads the target's binlog GTID state (`binlog_gtids`) when the target logs the
-        source's GTIDs, so the channel can tell a DDL applied just before a crash from one still to apply."""
         self.connect()
         stored = PositionStore.load(self.conn, self.channel)
         self._pos_stored = stored is not None
+        return stored
+
+    def read_binlog_gtids(self) -> None:
+        """At a channel's start: the target's binlog GTID state (`binlog_gtids`) when the target logs the source's
+        GTIDs, so that `already_applied_ddl` can tell a DDL applied just before a crash from one still to apply."""
+        self.connect()
         self.binlog_gtids = {}
         if self.keep_gtids:
             with self.conn.cursor() as cur:
                 cur.execute("SELECT @@global.gtid_binlog_pos")
                 self.binlog_gtids = Position.parse_gtids(str(cur.fetchone()[0] or ""))
-        return stored
 
     def already_applied_ddl(self, g: Group) -> bool:
         """Is `g` a DDL group the target's binlog already holds (same domain, server and a sequence number at or
         past it)? A DDL commits on its own with its GTID, and the position row follows in a second statement
         (applier/position.py): a crash between the two leaves this group applied but not recorded. Only the first
-        group after `load_position` can be in that window."""
+        group after a start (`read_binlog_gtids`) can be in that window."""
         if g.gtid is None or not self.binlog_gtids:
             return False
         have = self.binlog_gtids.get(g.gtid.domain_id)

@@ -230,6 +230,7 @@ class Channel:
                 s.replicate_flagged = self.applier.skip_mode == "REPLICATE"
             try:
                 stored = await self._thread(self.session.load_position)
+                await self._thread(self.session.read_binlog_gtids)
             except ApplyError as e:
                 self.io_running = "No"
                 self._sql_error(e)

@@ -139,10 +139,8 @@ class BlockCache:
 
     async def read(self, key: Hashable, fd: int, start: int, length: int) -> bytes:
         """The `length` bytes at `start` of `fd` (`key` names them: file identity, start and length)."""
-        item = self._items.get(key)
+        item = self.cached(key)
         if item is not None:
-            self.hits += 1
-            self._items.move_to_end(key)
             return item
         fut = self._inflight.get(key)
         if fut is None:
