@@ -83,13 +83,16 @@ class _Spans(DumpStream):
     """A DumpStream that notes the longest chunk it framed (which path `_chunk` took)."""
 
     longest = 0
-    in_blocks = 0  # chunks left in the shared blocks (framing.Blocks)
+    in_blocks = 0  # chunks the C loop framed where they lie in the shared blocks (framing.Blocks)
 
     async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview | Blocks:
         data = await super()._chunk(fd, ino, pos, end)
         _Spans.longest = max(_Spans.longest, len(data))
-        _Spans.in_blocks += isinstance(data, Blocks)
         return data
+
+    async def _process_blocks(self, blocks: Blocks, base: int) -> int:
+        _Spans.in_blocks += 1
+        return await super()._process_blocks(blocks, base)
 
 
 async def _dump(directory: Path, params: DumpParams, fast: bool, ledger_dir: Path | None

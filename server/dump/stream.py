@@ -75,11 +75,20 @@ def _check_open(w: object) -> None:
 
 log = logging.getLogger("binlogd.dump")
 
+
+def _keeps_views(loop: asyncio.AbstractEventLoop) -> bool:
+    """Does this loop's transport keep a view of a write the socket did not take (uvloop), not a copy (asyncio)?"""
+    return type(loop).__module__.startswith("uvloop")
+
 # file bytes a dump frames per loop turn while few dumps run (BLOCK when many do: memory); 1 MiB rather than 512 KiB:
 # half the turns, ~15 % less server CPU for 2 KB rows (2026-11-28/29); a span and its read-ahead fit in BlockCache
 SPAN = 1 << 20
 FEW_DUMPS = 8  # up to this many dumps running, each frames SPANs (at most ~2 SPANs held per dump while framing)
-WRITE_SLICE = 32 << 10  # most handed to the transport at once (it copies what the socket does not take)
+# with more: a quarter of a MiB per turn (4 shared blocks): the per-turn Python (read, frame cache, write, drain), not
+# the bytes, was 200 dumps' cost at a block per turn (issue 12: 2.4-2.9x MariaDB's CPU); the framing is shared by
+# the dumps of one setting, so what a dump holds beyond the shared caches stays one chunk's framing
+MANY_SPAN = 4 * BLOCK
+WRITE_SLICE = 32 << 10  # most handed to asyncio's transport at once (it copies what the socket does not take)
 ACKS_ASKED = 4096  # semi-sync: ack requests remembered per dump (an ack for an older one is ignored)
 
 
@@ -156,6 +165,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         self.tc: TranscodingWriter | None = None  # checksum transcoding (server/transcode.py), set by _serve
         self._tc_start = (params.pos, 0, params.pos)  # first file: file position, events before it, stream position
         self._acts = bytes(t.by_type_and_skip_flag)  # the same table for the C loop (dump/_cframe.c)
+        self._whole = False  # writes go whole to the transport (`_write`; set when the dump runs, from its loop)
         self.fast_loop = True  # the C loop when it is built (tests turn it off to compare with the Python loop)
         self._gtid_sent = Action.SEND in (t.lookup(GTID_EVENT, 0, False), t.lookup(GTID_EVENT, 0, True),
                                           t.lookup(GTID_EVENT, 0x8000, False), t.lookup(GTID_EVENT, 0x8000, True))
@@ -173,6 +183,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
 
     async def run(self) -> None:
         self._task = asyncio.current_task()
+        self._whole = _keeps_views(asyncio.get_running_loop())
         if self.ledger is not None:
             self.ledger_conn = self.ledger.new_conn()
         st = self.stats
@@ -283,17 +294,18 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             await self.ledger.wait_room()  # back-pressure: the dump waits for the ledger rather than lose records
 
     async def _write(self, data: bytes | bytearray) -> None:
-        """Send `data` in slices, waiting for the transport to drain between them: what a slow reader makes the
-        server hold is one slice plus the transport's high-water mark, not a whole framed block copied again.
-        While few dumps run (spans), whole: one write and one drain per span (sixteen turns of write/drain per
-        span cost more than the bytes; uvloop keeps a view of what the socket does not take, not a copy).
+        """Send `data` whole, one write and one drain, on uvloop (it keeps a view of what the socket does not take,
+        not a copy: a slow reader holds nothing beyond the framing it was given) or while few dumps run (sixteen
+        turns of write/drain per span cost more than the bytes). On asyncio's own loop, whose transport copies what
+        the socket does not take, in slices with a drain between them: a slow reader makes the server hold one
+        slice plus the transport's high-water mark, not a whole framed chunk copied again.
         Through --faults the data goes whole (the fault writer cuts and counts packets per write)."""
         self.stats.bytes_sent += len(data)
         self.stats.last_event_at = time.monotonic()  # per write, not per event (a heartbeat's is undone in _wait)
         w = self.writer
         if data:
             self._boundary_seq = data[3]  # a write that raises before taking anything leaves the wire here
-        if len(data) <= WRITE_SLICE or self.fault is not None or DumpStream.running <= FEW_DUMPS:
+        if len(data) <= WRITE_SLICE or self.fault is not None or self._whole or DumpStream.running <= FEW_DUMPS:
             _check_open(w)
             w.write(data)
             self._boundary_seq = None
@@ -427,6 +439,8 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             end = os.fstat(fd).st_size if cap is None else cap
             data = await self._chunk(fd, ino, pos, end) if end > pos else b""
             if self.tc is not None and data:
+                if isinstance(data, Blocks):  # (the stage reads the chunk: joined once, for it and the framing)
+                    data = data.join()
                 self.tc.feed(name, data, pos)  # before its packets are written: the stage maps their positions
             if self.out or self._recs:
                 await self._flush()
@@ -475,23 +489,23 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         return last_byte_read(lambda p, n: os.pread(fd, n, p), size, self._file_start, failed_at)
 
     async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview | Blocks:
-        """What to frame next from `pos` (< `end`, the readable end). With few dumps running: the bytes from `pos`
-        to the end of the SPAN that starts at `pos`'s block, from the store's shared blocks (read with one thread
-        hand-off), left in them when the C loop frames this dump (`Blocks`), else joined (the copy costs far less
-        than a loop turn per block). Otherwise, or when the event at
-        `pos` does not fit in it: a view of the shared block holding `pos`, up to the block's end; or, when the
-        event at `pos` crosses that end, this event alone (joined from the shared blocks when it ends in the next
-        one, else read for this dump)."""
+        """What to frame next from `pos` (< `end`, the readable end): the bytes from `pos` to the end of the SPAN
+        (MANY_SPAN when more than FEW_DUMPS dumps run) that starts at `pos`'s block, left in the store's shared
+        blocks (`Blocks`, read with one thread hand-off; joined only by a dump that frames them outside the C loop).
+        When the event at `pos` does not fit in it: a view of the shared block holding `pos`, up to the block's end;
+        or, when the event at `pos` crosses that end, this event alone (joined from the shared blocks when it ends
+        in the next one, else read for this dump)."""
         b0 = pos - pos % BLOCK
-        stop = min(end, b0 + (SPAN if DumpStream.running <= FEW_DUMPS else BLOCK))
+        span = SPAN if DumpStream.running <= FEW_DUMPS else MANY_SPAN
+        stop = min(end, b0 + span)
         if stop > b0 + BLOCK:
             blks = await self.store.blocks.read_run(*self._run(ino, b0, stop), fd, b0)
             if stop < end:  # the next span is read while this one is framed and written
-                self.store.blocks.start_run(*self._run(ino, stop, min(end, stop + SPAN)), fd, stop)
-            parts = (memoryview(blks[0])[pos - b0:], *blks[1:])
-            # left in the shared blocks when the C loop frames them where they lie (no join: a copy less)
-            data = Blocks(parts) if self._frames_blocks() else b"".join(parts)
-            head = data.join(0, HEADER_LEN) if isinstance(data, Blocks) else data
+                self.store.blocks.start_run(*self._run(ino, stop, min(end, stop + span)), fd, stop)
+            # left in the shared blocks: the C loop frames them where they lie (no join: a copy less); the other
+            # paths join them only when they frame (a dump that finds the span's framing cached never does)
+            data = Blocks((memoryview(blks[0])[pos - b0:], *blks[1:]))
+            head = data.join(0, HEADER_LEN)
             if len(head) >= HEADER_LEN:
                 (evlen,) = _LEN.unpack_from(head)
                 if evlen <= len(data) or evlen < HEADER_LEN or evlen > MAX_EVENT_SIZE:
