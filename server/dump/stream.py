@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import struct
@@ -62,6 +63,18 @@ from .records import LedgerRecords
 from .start import StartResolution
 
 KILL_QUERY = 0  # kill()'s code for KILL QUERY: an EOF, no ERR
+
+
+@functools.lru_cache(maxsize=256)
+def _tables(policy: ReplicaPolicy) -> tuple[DecisionTable, list[str], list[bool], bytes]:
+    """The decision table of `policy` and what the loops read of it, made once per policy (1 536 `decide`/`explain`
+    calls: 1.5 ms that each of 200 dumps paid at its start): the table; its `why` as JSON text by its `reasons`
+    index (type | 0x100 flagged | 0x200 standalone GTID); same index: whether the action is a type rule's (why
+    "capability", so the event stays inside the run of sends); the table as bytes for the C loop (dump/_cframe.c).
+    Nothing here is written to once made."""
+    t = DecisionTable(policy)
+    return (t, [jstr(w) for w in t.reasons], [w == WHY_CAPABILITY for w in t.reasons],
+            bytes(t.by_type_and_skip_flag))
 
 
 def _check_open(w: object) -> None:
@@ -121,7 +134,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         self._twhy: str | None = None  # the JSON `why` of the table filter's decision on the current event
         self._new_db = b""  # the database a RENAME action writes
         self._renamed_bytes = 0  # bytes sent minus bytes stored, of the open run of renamed events (its sent_length)
-        self.table = DecisionTable(self.policy)
+        self.table, self._whys, self._pol, self._acts = _tables(self.policy)
         self.stats = DumpStats()
         self.out = bytearray()
         # coordinates for MariaDB's error suffix and for heartbeats
@@ -152,10 +165,6 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         self._conn_logged = False
         self._acc = (jstr(params.file), params.pos)  # end of the last non-fake record handed over (file as JSON)
         self._fj = NULL  # the current file's name as JSON text (records carry it so)
-        # the table's `why` as JSON text, by its `reasons` index (type | 0x100 flagged | 0x200 standalone GTID)
-        self._whys: list[str] = [jstr(w) for w in self.table.reasons]
-        # same index: the action is a type rule's (why "capability"), so the event stays inside the run of sends
-        self._pol = [w == WHY_CAPABILITY for w in self.table.reasons]
         self._skip_hole = False  # the last _gtid_start_decide HOLE was a group the replica has
         # the ledger's `gtid` of withheld events: the GTID of the last GTID event not sent as stored, valid while
         # no event has been sent since when this replica may get GTID events as stored (capability 4)
@@ -164,7 +173,6 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         t = self.table
         self.tc: TranscodingWriter | None = None  # checksum transcoding (server/transcode.py), set by _serve
         self._tc_start = (params.pos, 0, params.pos)  # first file: file position, events before it, stream position
-        self._acts = bytes(t.by_type_and_skip_flag)  # the same table for the C loop (dump/_cframe.c)
         self._whole = False  # writes go whole to the transport (`_write`; set when the dump runs, from its loop)
         self.fast_loop = True  # the C loop when it is built (tests turn it off to compare with the Python loop)
         self._gtid_sent = Action.SEND in (t.lookup(GTID_EVENT, 0, False), t.lookup(GTID_EVENT, 0, True),
