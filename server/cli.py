@@ -655,6 +655,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from binlogd.gil import shorten_switch_interval
+
     from .app import serve
     from .auth import UsersFileError
     from .binlog.store import StoreError
@@ -670,6 +672,7 @@ def _serve(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise UsageError(str(e)) from None
         tune_malloc()  # big framing buffers reused, not faulted in afresh (server/dump/heap.py)
+        shorten_switch_interval()  # the loop waits for the GIL at most 0.5 ms behind a worker thread (binlogd/gil.py)
         event_loop.run(serve(cfg), loop_name)
     except (UsageError, StartupError, StoreError, UsersFileError, BinlogWriteError, LedgerError) as e:
         print(f"binlogd: {e}", file=sys.stderr)
