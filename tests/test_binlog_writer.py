@@ -19,6 +19,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.groups import GroupTracker, last_group_end
 from binlogd.protocol.gtid import Gtid, peek_gtid
+from binlogd.server.binlog.store import BinlogStore, DirectoryWatcher
 from binlogd.server.binlog.writer import BinlogWriteError, BinlogWriter
 from binlogd.server.demo import demo_files
 
@@ -241,3 +242,53 @@ def test_a_closing_rotate_is_published_with_the_file_it_names(tmp_path: Path) ->
     assert w2.store.files() == NAMES
     w2.close()
     assert (tmp_path / NAMES[0]).read_bytes() == DEMO[NAMES[0]]
+
+
+async def test_a_purge_starts_a_new_generation_of_cached_blocks(tmp_path: Path) -> None:
+    """Blocks are cached by (generation, inode, offset, length): a file created after a purge may get a purged file's
+    inode (ext4 and tmpfs reuse them at once), and the same (inode, offset, length) then names other bytes. After a
+    purge the keys are of a new generation, so the new file's bytes are read, not the purged file's."""
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    write_demo(w)
+    store = w.store
+    old = tmp_path / NAMES[0]
+    new_bytes = (tmp_path / NAMES[-1]).read_bytes()
+    n = min(len(new_bytes), old.stat().st_size)
+    assert old.read_bytes()[:n] != new_bytes[:n]
+    with open(old, "rb") as f:
+        ino = os.fstat(f.fileno()).st_ino
+        cached = await store.blocks.read((store.generation, ino, 0, n), f.fileno(), 0, n)
+    assert cached == old.read_bytes()[:n]
+    w.purge([NAMES[0]])
+    assert not old.exists()
+    with open(tmp_path / NAMES[-1], "rb") as f:  # as if it had got the purged file's inode
+        got = await store.blocks.read((store.generation, ino, 0, n), f.fileno(), 0, n)
+    assert got == new_bytes[:n]
+
+
+async def test_a_watched_directory_whose_files_went_starts_a_new_generation(tmp_path: Path) -> None:
+    """A directory binlogd only reads (another process writes it): files deleted or cut there start a new generation
+    of cache keys, as a purge does; files that only grow do not."""
+    w = BinlogWriter(tmp_path, "mysql-bin")
+    w.recover()
+    write_demo(w)
+    w.close()
+    store = BinlogStore(tmp_path)
+    watcher = DirectoryWatcher(store, interval=0.01)
+    watcher.start()
+    try:
+        gen = store.generation
+        with open(tmp_path / NAMES[-1], "ab") as f:
+            f.write(b"\0" * 10)  # grows: the cached bytes stay valid
+        await asyncio.sleep(0.2)
+        assert store.generation == gen
+        (tmp_path / "mysql-bin.index").write_text("".join(f"./{n}\n" for n in NAMES[1:]))
+        (tmp_path / NAMES[0]).unlink()
+        for _ in range(200):
+            if store.generation != gen:
+                break
+            await asyncio.sleep(0.01)
+        assert store.generation != gen
+    finally:
+        await watcher.stop()

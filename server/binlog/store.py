@@ -264,8 +264,9 @@ class BinlogStore:
         self._state_cache: tuple[str, int, BinlogState] | None = None
         self._state_lock = threading.Lock()
         self.blocks = BlockCache()
-        # bumped by anything that rewrites bytes already in a file (a torn tail truncated on recovery):
-        # part of the dump frame cache's keys (server/dump/framing.py), which otherwise rely on files being append-only
+        # bumped by anything that deletes or rewrites bytes already in a file (`replaced`: a purge, a watched directory
+        # whose files shrank or went): part of the shared blocks' and the dump frame cache's keys, which otherwise
+        # rely on files being append-only and on inodes not being reused
         self.generation = 0
         self._published: tuple[str, int] | None = None  # (active file, committed end) when binlogd writes
         # the names as binlogd's writer last wrote them to the index (`own_names`): None when another process may
@@ -450,9 +451,17 @@ class BinlogStore:
                 loop.call_soon(self._bump)
 
     def forget(self, names: list[str]) -> None:
-        """Drop cached heads of purged files."""
+        """Drop cached heads of purged files, and start a new generation of cache keys (`replaced`)."""
         for n in names:
             self._heads.pop(n, None)
+        if names:
+            self.replaced()
+
+    def replaced(self) -> None:
+        """Files were deleted or rewritten: the shared blocks and framings are keyed by (generation, inode, offset,
+        length), and a file created later may get a deleted file's inode (ext4 and tmpfs reuse them at once), so
+        keys of the next generation never match what was cached of the old files (which then ages out)."""
+        self.generation += 1
 
     def _bump(self) -> None:
         """Record a change and wake every waiter (on the loop's thread)."""
@@ -513,6 +522,9 @@ class DirectoryWatcher:
             await asyncio.sleep(self.interval)
             now = await asyncio.to_thread(self._snapshot)
             if now != last:
+                gone = set(last[0]) - set(now[0])
+                if gone or (now[0] and last[0] and now[0][-1] == last[0][-1] and now[1] < last[1]):
+                    self.store.replaced()  # deleted or cut by whoever writes the directory
                 last = now
                 await self.store.notify()
 
