@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -140,16 +141,18 @@ def close_session(spark: Any) -> None:
 
 
 def _archive_maps(archive: Path) -> bool:
-    """Whether a JVM starts with `archive`: a JVM given a damaged one dies (SIGSEGV), one made for other jars only
+    """Whether a JVM starts with `archive`: a JVM given a damaged one dies (SIGBUS), one made for other jars only
     ignores it."""
     java = _java()
     if java is None:
         return False
-    try:
-        return subprocess.run([str(java), f"-XX:SharedArchiveFile={archive}", _ARCHIVE_LOG, "-version"],
-                              capture_output=True, timeout=120).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    with tempfile.TemporaryDirectory() as tmp:  # the dying JVM's hs_err file goes there, not to the cwd
+        try:
+            return subprocess.run([str(java), f"-XX:SharedArchiveFile={archive}", _ARCHIVE_LOG,
+                                   f"-XX:ErrorFile={tmp}/hs_err.log", "-version"], cwd=tmp, capture_output=True,
+                                  timeout=120).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
 
 
 LOG4J2 = """\
