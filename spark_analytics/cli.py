@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from binlogd.spark_analytics.audit import STEPS, AuditError, run_audit
     from binlogd.spark_analytics.report import write_outputs
-    from binlogd.spark_analytics.session import build_session, input_bytes
+    from binlogd.spark_analytics.session import build_session, close_session, input_bytes
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         t_start = time.monotonic()
         try:
             spark = build_session(args.master, conf=conf, log_file=args.out / "spark.log",
-                                  input_size=input_bytes(args.binlog_dir, args.ledger, *relays.values()))
+                                  input_size=input_bytes(args.binlog_dir, args.ledger, *relays.values()),
+                                  make_class_archive=True)
         except Exception as e:  # Java missing, a bad master URL ...: a clear message, exit 2
             print(f"binlogd-audit: could not start Spark ({args.master or 'local[*]'}): {e}", file=sys.stderr)
             return 2
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             first = str(e).splitlines()[0] if str(e) else ""
             print(f"binlogd-audit: the audit could not run: {type(e).__name__}: {first}", file=sys.stderr)
             return 2
+        finally:
+            close_session(spark)
     s = result.summary
     errors = sum(c["errors"] for c in s["checks"])
     print(f"{'CONSISTENT' if s['consistent'] else 'FINDINGS'}: {len(s['connections'])} connection(s), "

@@ -8,8 +8,13 @@ environment (PYSPARK_PYTHON). On a cluster, ship the project (`spark-submit --py
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,114 @@ SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 # instead of 92, 138 and 1 005 (benchmarks/README.md, "third session"). Large inputs keep AQE: its coalescing and
 # join choice pay there.
 SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "2"}
+
+
+# Class-data sharing: a driver JVM's start is mostly loading and verifying Spark's ~30 000 classes from 280 jars.
+# A dynamic archive of the classes an audit loaded (JDK 13+), mapped at the next start, halved a cold
+# `getOrCreate()` + `range(1).count()` on this machine: 19-21 -> 9-10 s wall, 16-21 -> 7-9 CPU s
+# (benchmarks/README.md, "fourth session"). The CLI writes it once (on its first run's JVM exit) under the user's
+# cache directory; every session whose driver JVM matches it uses it. BINLOGD_AUDIT_CLASS_ARCHIVE=0 turns it off.
+ARCHIVE_ENV = "BINLOGD_AUDIT_CLASS_ARCHIVE"
+# the JVM's notes about classes it cannot archive (signed jars, generated classes) or an archive it cannot use (it
+# then loads classes from the jars as without one) are not the audit's output
+_ARCHIVE_LOG = "-Xlog:cds=off,cds+dynamic=off"
+
+
+def _spark_jars() -> Path | None:
+    home = os.environ.get("SPARK_HOME")
+    if not home:
+        import pyspark
+
+        home = str(Path(pyspark.__file__).parent)
+    jars = Path(home) / "jars"
+    return jars if jars.is_dir() else None
+
+
+def _java() -> Path | None:
+    """The java that pyspark's launcher runs (JAVA_HOME's, else the PATH's)."""
+    java = (Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else None
+    found = str(java) if java and java.exists() else shutil.which("java")
+    return Path(found).resolve() if found else None
+
+
+def class_archive_path(cache_dir: Path | None = None) -> Path | None:
+    """Where the class archive of this driver JVM (the java that pyspark runs, Spark's jars) lives; None when off
+    or neither is found. The name changes with either, so an archive never meets a classpath it was not made for:
+    the JVM rejects a mismatched one, but a truncated one crashes it (hence `close_session`'s rename)."""
+    if os.environ.get(ARCHIVE_ENV, "1") == "0":
+        return None
+    jars, java_real = _spark_jars(), _java()
+    if jars is None or java_real is None:
+        return None
+    key = f"{java_real}:{java_real.stat().st_mtime_ns}:{jars.resolve()}:{jars.stat().st_mtime_ns}"
+    cache = cache_dir or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "binlogd"
+    return cache / f"spark-classes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def _archive_options(make: bool) -> tuple[str, Path | None]:
+    """(driver JVM options, the file a JVM writes at its exit that `close_session` renames into place or None)."""
+    path = class_archive_path()
+    if path is None:
+        return "", None
+    if path.is_file():
+        return f"-XX:SharedArchiveFile={path} {_ARCHIVE_LOG}", None
+    if not make:
+        return "", None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return "", None
+    for old in path.parent.glob(f"{path.name}.*"):  # left by a run that was killed before close_session
+        try:
+            if time.time() - old.stat().st_mtime > 3600:
+                old.unlink()
+        except OSError:
+            pass
+    partial = path.with_name(f"{path.name}.{os.getpid()}")
+    return f"-XX:ArchiveClassesAtExit={partial} {_ARCHIVE_LOG}", partial
+
+
+_pending_archive: list[Path] = []
+
+
+def close_session(spark: Any) -> None:
+    """End a one-audit process's session. When its JVM is writing the class archive (the first CLI run), end the
+    JVM and wait for it: the archive is renamed into place only once the JVM exited cleanly, so no session maps a
+    half-written one (a truncated archive crashes the JVM that maps it). Otherwise nothing: the JVM ends with the
+    process, as it always did."""
+    if not _pending_archive:
+        return
+    partial = _pending_archive.pop()
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    rc = None
+    if proc is not None and proc.stdin is not None:
+        proc.stdin.close()  # the gateway JVM exits at EOF on its stdin (Spark's shutdown hook stops the context)
+        try:
+            rc = proc.wait(timeout=300)
+        except subprocess.TimeoutExpired:  # a slow dump leaves no archive: the next run makes one
+            rc = None
+    final = partial.with_name(partial.name.rsplit(".", 1)[0])
+    if rc == 0 and partial.is_file() and _archive_maps(partial):
+        os.replace(partial, final)
+    else:
+        partial.unlink(missing_ok=True)
+
+
+def _archive_maps(archive: Path) -> bool:
+    """Whether a JVM starts with `archive`: a JVM given a damaged one dies (SIGBUS), one made for other jars only
+    ignores it."""
+    java = _java()
+    if java is None:
+        return False
+    with tempfile.TemporaryDirectory() as tmp:  # the dying JVM's hs_err file goes there, not to the cwd
+        try:
+            return subprocess.run([str(java), f"-XX:SharedArchiveFile={archive}", _ARCHIVE_LOG,
+                                   f"-XX:ErrorFile={tmp}/hs_err.log", "-version"], cwd=tmp, capture_output=True,
+                                  timeout=120).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
 
 
 LOG4J2 = """\
@@ -77,7 +190,8 @@ def input_bytes(*paths: Path) -> int:
 
 
 def build_session(master: str | None = None, app_name: str = "binlogd-audit", conf: dict[str, str] | None = None,
-                  log_file: Path | None = None, input_size: int | None = None) -> Any:
+                  log_file: Path | None = None, input_size: int | None = None, make_class_archive: bool = False
+                  ) -> Any:
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
     Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
     process (the CLI): at most SMALL_INPUT_BYTES starts the driver JVM with C1 only and plans without adaptive
@@ -100,6 +214,18 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
                                                      + SMALL_JVM_OPTIONS).strip()
     if input_size is not None and input_size <= SMALL_INPUT_BYTES:
         settings = {**settings, **{k: v for k, v in SMALL_INPUT_SETTINGS.items() if k not in (conf or {})}}
+    from pyspark import SparkContext
+
+    # a JVM already running (getOrCreate in a process that had a session) is not started again: no archive to make
+    # (under spark-submit the JVM was started before this process: its options are spark-submit's)
+    archive_opts, partial = _archive_options(make_class_archive and SparkContext._gateway is None
+                                             and "PYSPARK_GATEWAY_PORT" not in os.environ)
+    if archive_opts and "SharedArchiveFile" not in settings.get("spark.driver.extraJavaOptions", "") \
+            and "ArchiveClassesAtExit" not in settings.get("spark.driver.extraJavaOptions", ""):
+        settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
+                                                     + archive_opts).strip()
+        if partial is not None:
+            _pending_archive.append(partial)
     if log_file is not None:
         settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
                                                      + quiet_logging(log_file)).strip()

@@ -1,0 +1,62 @@
+"""The driver JVM's class archive (spark_analytics/session.py): a one-audit process writes it at its JVM's exit, the
+next session's JVM maps it; a damaged archive is never put in place (a JVM that maps one dies)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+pytestmark = pytest.mark.timeout(900)
+
+SESSION = """
+import sys
+from pyspark import SparkContext
+from binlogd.spark_analytics import session
+spark = session.build_session("local[1]", make_class_archive=sys.argv[1] == "make")
+assert spark.range(5).count() == 5
+maps = open(f"/proc/{SparkContext._gateway.proc.pid}/maps").read()
+print("ARCHIVE", session.class_archive_path())
+print("MAPPED" if str(session.class_archive_path()) in maps else "NOT MAPPED")
+session.close_session(spark)
+"""
+
+
+def _session(cache: Path, mode: str) -> str:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    out = subprocess.run([sys.executable, "-c", SESSION, mode], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_first_run_writes_the_archive_the_next_session_maps_it(tmp_path: Path) -> None:
+    first = _session(tmp_path, "make")
+    archive = Path(first.split("ARCHIVE ", 1)[1].split()[0])
+    assert archive.parent == tmp_path / "binlogd"
+    assert "NOT MAPPED" in first  # there was none to map
+    assert archive.is_file() and archive.stat().st_size > 1 << 20
+    assert [p.name for p in archive.parent.iterdir()] == [archive.name]  # the partial file was renamed, none left
+    second = _session(tmp_path, "use")
+    assert "\nMAPPED" in second and f"ARCHIVE {archive}" in second
+    # what a JVM killed while writing it leaves: close_session's check refuses it (a JVM mapping it would die)
+    from binlogd.spark_analytics import session
+
+    assert session._archive_maps(archive)
+    torn = tmp_path / "torn.jsa"
+    torn.write_bytes(archive.read_bytes()[: 1 << 20])
+    assert not session._archive_maps(torn)
+
+
+def test_archive_off_and_keyed_by_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from binlogd.spark_analytics import session
+
+    path = session.class_archive_path(tmp_path)
+    assert path is not None and path.parent == tmp_path and path.suffix == ".jsa"
+    monkeypatch.setenv(session.ARCHIVE_ENV, "0")
+    assert session.class_archive_path(tmp_path) is None
