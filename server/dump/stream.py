@@ -6,11 +6,11 @@ heartbeats when idle. The event loop works on memoryviews of large file chunks a
 packets into one output buffer (framing.py: runs of plain SENDs in C, the rest one event at a time).
 
 Memory per dump is bounded (issue 12): file bytes come from the store's shared blocks (read once for all
-dumps), framed blocks from its shared frame cache, and output goes to the socket in slices of WRITE_SLICE with
-back-pressure, so a slow reader holds at most about one framed block and the transport's buffer. While few dumps
-run, each frames a SPAN of several shared blocks per loop turn (read ahead in one thread hand-off while the previous
-span is written; framed by the C loop where the blocks lie, written whole): the per-turn costs, not the bytes, were
-a single stream's limit; with many, a block per turn.
+dumps), framed chunks from its shared frame cache, and each chunk's framing goes to the transport whole with
+back-pressure (uvloop keeps a view of what the socket does not take; asyncio's own loop, which copies, gets slices of
+WRITE_SLICE), so a slow reader holds about one framed chunk. Each dump frames a SPAN of several shared blocks per
+loop turn while few dumps run, MANY_SPAN when many do (read ahead in one thread hand-off while the previous span is
+written; framed by the C loop where the blocks lie): the per-turn costs, not the bytes, were the limit.
 """
 
 from __future__ import annotations
@@ -66,14 +66,14 @@ KILL_QUERY = 0  # kill()'s code for KILL QUERY: an EOF, no ERR
 
 
 @functools.lru_cache(maxsize=256)
-def _tables(policy: ReplicaPolicy) -> tuple[DecisionTable, list[str], list[bool], bytes]:
+def _tables(policy: ReplicaPolicy) -> tuple[DecisionTable, tuple[str, ...], tuple[bool, ...], bytes]:
     """The decision table of `policy` and what the loops read of it, made once per policy (1 536 `decide`/`explain`
     calls: 1.5 ms that each of 200 dumps paid at its start): the table; its `why` as JSON text by its `reasons`
     index (type | 0x100 flagged | 0x200 standalone GTID); same index: whether the action is a type rule's (why
     "capability", so the event stays inside the run of sends); the table as bytes for the C loop (dump/_cframe.c).
-    Nothing here is written to once made."""
+    Shared by every dump of the policy, so nothing here may be written to once made (the lists are tuples)."""
     t = DecisionTable(policy)
-    return (t, [jstr(w) for w in t.reasons], [w == WHY_CAPABILITY for w in t.reasons],
+    return (t, tuple(jstr(w) for w in t.reasons), tuple(w == WHY_CAPABILITY for w in t.reasons),
             bytes(t.by_type_and_skip_flag))
 
 
@@ -93,7 +93,7 @@ def _keeps_views(loop: asyncio.AbstractEventLoop) -> bool:
     """Does this loop's transport keep a view of a write the socket did not take (uvloop), not a copy (asyncio)?"""
     return type(loop).__module__.startswith("uvloop")
 
-# file bytes a dump frames per loop turn while few dumps run (BLOCK when many do: memory); 1 MiB rather than 512 KiB:
+# file bytes a dump frames per loop turn while few dumps run (MANY_SPAN when many do: memory); 1 MiB, not 512 KiB:
 # half the turns, ~15 % less server CPU for 2 KB rows (2026-11-28/29); a span and its read-ahead fit in BlockCache
 SPAN = 1 << 20
 FEW_DUMPS = 8  # up to this many dumps running, each frames SPANs (at most ~2 SPANs held per dump while framing)
