@@ -27,7 +27,10 @@ import hashlib
 import multiprocessing
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -205,7 +208,8 @@ async def _dumps_in_processes(host: str, port: int, kinds: list[int], procs: int
     return got
 
 
-async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall: float, procs: int) -> Result:
+async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall: float, procs: int,
+                   profile: tuple[str, Path] | None = None) -> Result:
     base, base_anon = _status_kib(pid, "VmRSS"), _status_kib(pid, "RssAnon")
     alone = await _alone(host, port)
     kinds = [i % len(SETTINGS) for i in range(dumps)]
@@ -218,6 +222,7 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
     load = _load()
     t0, cpu0 = time.monotonic(), _cpu_seconds(pid)
     peak_anon = base_anon
+    perf = _profile_start(*profile, name, pid) if profile is not None and name != "mariadb" else None
     with _PeakRss(pid) as rss:
         if procs <= 0:
             task = asyncio.gather(*(_stream(c, _dump_cmd(SETTINGS[k][1], 1000 + n))
@@ -227,12 +232,31 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
             await asyncio.sleep(0.02)
         got = [(g.digest, g.end) if isinstance(g, Stream) else g for g in await task]
     wall, cpu = time.monotonic() - t0, _cpu_seconds(pid) - cpu0
+    if perf is not None:
+        perf.send_signal(signal.SIGINT)
+        perf.wait(timeout=60)
     same = all(g == (alone[k].digest, alone[k].end) for g, k in zip(got, kinds, strict=True))
     res = Result(name, (rss.peak - base) / dumps, (peak_anon - base_anon) / dumps, wall, cpu, same,
                  [a.digest for a in alone], load)
     if stall > 0:
         await _stall(res, host, port, pid, stall, alone[0])
     return res
+
+
+def _profile_start(tool: str, out: Path, name: str, pid: int) -> subprocess.Popen[bytes]:
+    """A profiler on the server for the N dumps only (not the sessions' set-up nor the streams alone): `perf record
+    -g` (native frames and the kernel: `perf report -i DIR/NAME.perf.data --no-children`) or py-spy (Python lines:
+    DIR/NAME.py-spy.txt, raw collapsed stacks)."""
+    out.mkdir(parents=True, exist_ok=True)
+    if tool == "perf":
+        cmd = ["perf", "record", "-F", "999", "-g", "-p", str(pid), "-o", str(out / f"{name}.perf.data")]
+    else:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        cmd = [spy, "record", "-r", "250", "-f", "raw", "--nonblocking", "-p", str(pid), "-o",
+               str(out / f"{name}.py-spy.txt")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # the profiler attaches
+    return proc
 
 
 async def _wave(host: str, port: int, base_id: int, want: Stream) -> float:
@@ -296,6 +320,14 @@ def _table(results: list[Result], dumps: int, stall: float) -> None:
                   f"{r.stall_load:>16}")
 
 
+def _profile(p: argparse.ArgumentParser, given: list[str] | None) -> tuple[str, Path] | None:
+    if given is None:
+        return None
+    if given[0] not in ("perf", "py-spy"):
+        p.error("--profile takes perf or py-spy, then a directory")
+    return given[0], Path(given[1])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.fanout", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -303,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=ROWS, help=f"rows of {ROW_BYTES} B in the binlog (default {ROWS})")
     p.add_argument("--stall", type=float, default=30.0, help="seconds the stalled reader reads nothing (0: skip)")
     p.add_argument("--binlogd-tree", type=Path, help="also measure binlogd from this source tree (before/after)")
+    p.add_argument("--profile", nargs=2, metavar=("perf|py-spy", "DIR"),
+                   help="profile each binlogd during the N dumps (DIR/NAME.perf.data or DIR/NAME.py-spy.txt)")
     p.add_argument("--reader-procs", type=int, default=4,
                    help="processes reading the N dumps (default 4; 0: one asyncio reader in this process)")
     args = p.parse_args(argv)
@@ -330,10 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"binlog: {size / 1e6:.1f} MB in mysql-bin.000001; load {_load()}")
         print(f"readers: {args.reader_procs or 'one asyncio'} process(es)")
         results = [asyncio.run(_measure("mariadb", primary.host, primary.port, primary.pid, args.dumps, args.stall,
-                                        args.reader_procs))]
+                                        args.reader_procs, _profile(p, args.profile)))]
         for name, s in servers:
             results.append(asyncio.run(_measure(name, s.host, s.port, s.pid, args.dumps, args.stall,
-                                                args.reader_procs)))
+                                                args.reader_procs, _profile(p, args.profile))))
         _table(results, args.dumps, args.stall)
         # binlogd must keep a stalled reader; MariaDB drops it after net_write_timeout (reported, not a failure)
         return 0 if all(r.same_as_alone and (args.stall <= 0 or r.stall_ok or r.server == "mariadb")

@@ -142,10 +142,12 @@ def test_spans_frame_what_blocks_frame(tmp_path: Path, monkeypatch: pytest.Monke
                 assert _Spans.longest > 2 * BLOCK  # several blocks per turn
                 # (the C loop framed the blocks where they lie; without the extension, never)
                 assert (_Spans.in_blocks > 0) == (fast and not ledger and framing.frame_sends is not None)
-                _Spans.longest = 0
-                monkeypatch.setattr(stream, "FEW_DUMPS", -1)
-                blocks = await _dump(tmp_path, p, fast, ledger_dir)
-                assert _Spans.longest <= max(BLOCK, 2 * stream.SPAN + BLOCK + 23)  # (a long event alone)
+                _Spans.longest = _Spans.in_blocks = 0
+                with monkeypatch.context() as m:
+                    m.setattr(stream, "SPAN", BLOCK)  # the one-block path: a block per turn
+                    blocks = await _dump(tmp_path, p, fast, ledger_dir)
+                assert _Spans.in_blocks == 0
+                assert _Spans.longest <= 2 * stream.SPAN + BLOCK + 23  # (a long event alone)
                 assert spans == blocks, (compat, cap, skip, flags, fast)
                 assert spans[1][0] > 100
                 assert len(spans[2]) >= 5 or not ledger  # conn, rotate, FDE, the run(s), close
