@@ -306,12 +306,15 @@ class Framing:
         across the blocks, and `_process` takes what it leaves, joined (the event continuing in the next span, or
         from the first event the loop does not handle to the chunk's end)."""
         assert frame_sends is not None
-        p, self.seq, k, h, e = frame_sends(blocks.parts, 0, self._acts, self.seq, self.out, True)
+        p, self.seq, k, h, e, d, b = frame_sends(blocks.parts, 0, self._acts, self.seq, self.out, True, self._gacts,
+                                                 self.alg == BINLOG_CHECKSUM_ALG_CRC32)
         st = self.stats
-        st.events_sent += k
-        st.events_read += k + h
+        st.events_sent += k + d + b
+        st.events_read += k + h + d + b
         st.holes += h
-        if k:
+        st.dummies += d
+        st.begins += b
+        if k or d or b:
             self.sent_upto = base + e
         return p + await self._process(blocks.join(p), base + p)
 
@@ -336,6 +339,11 @@ class Framing:
         actions = self.table.by_type_and_skip_flag
         fast = frame_sends if self.fast_loop else None
         acts = self._acts
+        # the C loop also makes the same-length rewrites (dummies, BEGINs) without the ledger (with it, they are
+        # withheld records of their own: _general)
+        gacts = self._gacts if self.ledger is None else b""
+        crc = self.alg == BINLOG_CHECKSUM_ALG_CRC32
+        st = self.stats
         peek = _PEEK.unpack_from
         pack = _PKT.pack
         c = self._counts = _Counts()
@@ -351,10 +359,15 @@ class Framing:
                     sent_end = c.sent_end
                     while p <= last:
                         if fast is not None:  # the run of sends (and holes, without a ledger) from p, in C
-                            p, seq, k, h, e = fast(mv, p, acts, seq, out, runs is None)
-                            if k:
+                            p, seq, k, h, e, d, b = fast(mv, p, acts, seq, out, runs is None, gacts, crc)
+                            if k or d or b:
                                 sent += k
                                 sent_end = e
+                                if d or b:  # as _rewrite counts them
+                                    c.events += d + b
+                                    st.events_sent += d + b
+                                    st.dummies += d
+                                    st.begins += b
                             holes += h
                             if p > last:
                                 break

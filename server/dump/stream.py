@@ -66,15 +66,17 @@ KILL_QUERY = 0  # kill()'s code for KILL QUERY: an EOF, no ERR
 
 
 @functools.lru_cache(maxsize=256)
-def _tables(policy: ReplicaPolicy) -> tuple[DecisionTable, tuple[str, ...], tuple[bool, ...], bytes]:
+def _tables(policy: ReplicaPolicy) -> tuple[DecisionTable, tuple[str, ...], tuple[bool, ...], bytes, bytes]:
     """The decision table of `policy` and what the loops read of it, made once per policy (1 536 `decide`/`explain`
     calls: 1.5 ms that each of 200 dumps paid at its start): the table; its `why` as JSON text by its `reasons`
     index (type | 0x100 flagged | 0x200 standalone GTID); same index: whether the action is a type rule's (why
-    "capability", so the event stays inside the run of sends); the table as bytes for the C loop (dump/_cframe.c).
+    "capability", so the event stays inside the run of sends); the table as bytes for the C loop (dump/_cframe.c),
+    and the GTID event's answers by flagged << 1 | standalone for it.
     Shared by every dump of the policy, so nothing here may be written to once made (the lists are tuples)."""
     t = DecisionTable(policy)
+    gtid = bytes(int(t.lookup(GTID_EVENT, 0x8000 if i & 2 else 0, bool(i & 1))) for i in range(4))
     return (t, tuple(jstr(w) for w in t.reasons), tuple(w == WHY_CAPABILITY for w in t.reasons),
-            bytes(t.by_type_and_skip_flag))
+            bytes(t.by_type_and_skip_flag), gtid)
 
 
 def _check_open(w: object) -> None:
@@ -133,7 +135,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         self._twhy: str | None = None  # the JSON `why` of the table filter's decision on the current event
         self._new_db = b""  # the database a RENAME action writes
         self._renamed_bytes = 0  # bytes sent minus bytes stored, of the open run of renamed events (its sent_length)
-        self.table, self._whys, self._pol, self._acts = _tables(self.policy)
+        self.table, self._whys, self._pol, self._acts, self._gacts = _tables(self.policy)
         self.stats = DumpStats()
         self.out = bytearray()
         # coordinates for MariaDB's error suffix and for heartbeats
