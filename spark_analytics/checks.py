@@ -98,6 +98,7 @@ class AuditData:
     relays: dict[str, Any] = field(default_factory=dict)  # replica server_id (text) -> relay events DataFrame
     raw_ledger: Any = None  # the records as read (check 10's seq test); None: same as `ledger`
     cached: list[Any] = field(default_factory=list)  # kept for the whole audit (unpersisted at its end)
+    withheld: Any = None  # `withheld_events` of every FILTERED action, checkpointed at its first use
 
 
 def _F() -> Any:
@@ -337,9 +338,19 @@ def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any
     `seq`, `conn`, `action`, `why`, `rec_start`, `rec_end`, `count`, `rec_length`, `sent_length`, `r_type`,
     `r_flags`, and the event's `file`, `ordinal`, `start`, `end`, `length`, `type`, `flags`, `log_pos`, `crc_ok`,
     `trx`. The range is [record start, record end); when the end is not an event boundary (check 1 reports it) the
-    record's `count` gives it. A record whose start is not an event boundary expands to nothing (check 1)."""
+    record's `count` gives it. A record whose start is not an event boundary expands to nothing (check 1).
+
+    Computed once per audit (every FILTERED action, after the policy runs are expanded) and checkpointed: checks
+    2-5 and 8 read it, and each of their plans would otherwise expand the runs again (joins and a generator)."""
     F = _F()
-    R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*actions))
+    if data.withheld is None:
+        data.withheld = _withheld_events(data).localCheckpoint()
+    return data.withheld if set(actions) >= set(FILTERED) else data.withheld.filter(F.col("action").isin(*actions))
+
+
+def _withheld_events(data: AuditData) -> Any:
+    F = _F()
+    R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*FILTERED))
          .select("seq", "conn", "file", F.col("start").alias("rec_start"), F.col("end").alias("rec_end"), "count",
                  F.col("length").alias("rec_length"), "sent_length", "action", "why", F.col("type").alias("r_type"),
                  F.col("flags").alias("r_flags")))
@@ -899,10 +910,13 @@ def convergence(data: AuditData) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     keys = [(c.end_file, c.end_pos) for c in data.connections if c.end_file]
     ords: dict[tuple[str, int], int] = {}
-    if keys:
-        K = data.spark.createDataFrame(list(set(keys)), "file STRING, start BIGINT")
-        for r in data.events.select("file", "start", "ordinal").join(F.broadcast(K), ["file", "start"]).collect():
-            ords[(r.file, r.start)] = r.ordinal
+    if keys:  # a filter on the few keys, not a join with a driver-built table (its broadcast is a job of its own)
+        want = set(keys)
+        for r in (data.events.filter(F.col("file").isin(list({f for f, _ in want}))
+                                     & F.col("start").isin(list({p for _, p in want})))
+                  .select("file", "start", "ordinal").collect()):
+            if (r.file, r.start) in want:
+                ords[(r.file, r.start)] = r.ordinal
     for c in data.connections:
         if c.end_file not in data.files:
             out[c.conn] = {"events": None, "bytes": None, "files": None}
