@@ -1,8 +1,9 @@
 """The ten checks of the audit, as Spark DataFrame operations over the binlog events and the ledger records.
 
 Sizes: the binlog events (`E`, one row per event) and the ledger records are big; connections, files and the
-per-policy rule table are small (broadcast). Expected non-send actions come from `protocol/decision.py`'s
-`decide()`, the one place of the per-event rule, evaluated once per distinct connection policy.
+per-policy rule table are small: they reach the big tables as literal maps looked up per row (`literal_map`), not
+as joins. Expected non-send actions come from `protocol/decision.py`'s `decide()`, the one place of the per-event
+rule, evaluated once per distinct connection policy (`rule_hits`).
 
 Every check returns findings as rows of FINDING_DDL; `severity` is `error` (the audit fails: exit 1), `warning`
 (reported, e.g. a torn last ledger record or MariaDB's documented holes under `--compat mariadb`) or `info`.
