@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from . import checks
-from .binlog_source import BinlogSourceError, list_files
+from .binlog_source import BinlogSourceError, list_files, load_in_driver
 from .ledger import LedgerError, ledger_files, read_ledger
+from .session import SMALL_INPUT_BYTES
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
 ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "renamed", "fake")
@@ -63,8 +64,11 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
             raise AuditError(f"relay logs of replica {name}: {e}") from e
         relays[name] = spark.read.format("binlog").load(str(d)).cache()
 
-    E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir)).drop(
-        "db", "statement").cache()
+    if sum(f.stat().st_size for f in files) <= SMALL_INPUT_BYTES:
+        E = load_in_driver(spark, binlog_dir, statements=False)
+    else:
+        E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir))
+    E = E.drop("db", "statement").cache()
     stats = {r.file: {"events": int(r.n), "end": int(r.end), "bytes": int(r.b)}
              for r in E.groupBy("file").agg(F.count("*").alias("n"), F.max("end").alias("end"),
                                             F.sum("length").alias("b")).collect()}

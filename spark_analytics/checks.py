@@ -1,8 +1,9 @@
 """The ten checks of the audit, as Spark DataFrame operations over the binlog events and the ledger records.
 
 Sizes: the binlog events (`E`, one row per event) and the ledger records are big; connections, files and the
-per-policy rule table are small (broadcast). Expected non-send actions come from `protocol/decision.py`'s
-`decide()`, the one place of the per-event rule, evaluated once per distinct connection policy.
+per-policy rule table are small: they reach the big tables as literal maps looked up per row (`literal_map`), not
+as joins. Expected non-send actions come from `protocol/decision.py`'s `decide()`, the one place of the per-event
+rule, evaluated once per distinct connection policy (`rule_hits`).
 
 Every check returns findings as rows of FINDING_DDL; `severity` is `error` (the audit fails: exit 1), `warning`
 (reported, e.g. a torn last ledger record or MariaDB's documented holes under `--compat mariadb`) or `info`.
@@ -98,6 +99,7 @@ class AuditData:
     relays: dict[str, Any] = field(default_factory=dict)  # replica server_id (text) -> relay events DataFrame
     raw_ledger: Any = None  # the records as read (check 10's seq test); None: same as `ledger`
     cached: list[Any] = field(default_factory=list)  # kept for the whole audit (unpersisted at its end)
+    withheld: Any = None  # `withheld_events` of every FILTERED action, checkpointed at its first use
 
 
 def _F() -> Any:
@@ -194,16 +196,79 @@ def load_connections(data: AuditData) -> list[tuple]:
     return out
 
 
-def conns_df(data: AuditData) -> Any:
-    """The small connection table with file indexes of the audited range [start, end)."""
-    F = _F()
+# The small driver-side tables (connections, files, the rule table) reach the big ones as literal maps looked up
+# per row, not as joined DataFrames: a join with a driver-built table runs a broadcast job in every plan that uses
+# it (15 in the policy-run step, 19 in the findings step of a 20 000-event audit), and its analysis is a join's.
+CONN_FIELDS = (("c_server_id", "BIGINT"), ("c_capability", "INT"), ("c_skip", "BOOLEAN"), ("c_compat", "STRING"),
+               ("policy_id", "INT"), ("start_fi", "INT"), ("start_pos", "BIGINT"), ("end_fi", "INT"),
+               ("end_pos", "BIGINT"), ("start_gtid", "STRING"))
+
+
+def _conn_rows(data: AuditData) -> list[tuple]:
+    """(conn, *CONN_FIELDS) per connection, with file indexes of the audited range [start, end)."""
     fi = {f: i for i, f in enumerate(data.files)}
-    rows = [(c.conn, c.server_id, c.capability, c.skip_replication, c.compat, c.policy_id,
+    return [(c.conn, c.server_id, c.capability, c.skip_replication, c.compat, c.policy_id,
              fi.get(c.start_file or "", -1), c.start_pos, fi.get(c.end_file or "", -1), c.end_pos or 0,
              c.start_gtid) for c in data.connections]
-    ddl = ("conn BIGINT, c_server_id BIGINT, c_capability INT, c_skip BOOLEAN, c_compat STRING, policy_id INT, "
-           "start_fi INT, start_pos BIGINT, end_fi INT, end_pos BIGINT, start_gtid STRING")
-    return F.broadcast(data.spark.createDataFrame(rows, ddl))
+
+
+def conns_df(data: AuditData) -> Any:
+    """The small connection table (check 8's range joins; the other checks use `with_conn`)."""
+    F = _F()
+    ddl = "conn BIGINT, " + ", ".join(f"{n} {t}" for n, t in CONN_FIELDS)
+    return F.broadcast(data.spark.createDataFrame(_conn_rows(data), ddl))
+
+
+def _sql_literal(v: Any, t: Any) -> str:
+    from pyspark.sql.types import ArrayType, StructType
+
+    if isinstance(t, StructType):
+        return "named_struct(" + ", ".join(f"'{f.name}', {_sql_literal(x, f.dataType)}"
+                                           for x, f in zip(v, t.fields, strict=True)) + ")"
+    if isinstance(t, ArrayType):
+        return f"CAST(array({', '.join(_sql_literal(x, t.elementType) for x in v)}) AS {t.simpleString()})"
+    if v is None:
+        text = "NULL"
+    elif isinstance(v, bool):
+        text = "true" if v else "false"
+    elif isinstance(v, int):
+        text = str(v)
+    else:
+        text = "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"CAST({text} AS {t.simpleString()})"
+
+
+def literal_map(entries: dict[Any, Any], key_type: str, value_type: str) -> Any:
+    """A map literal of `entries` (values: scalars, tuples for a struct type, lists for an array type), looked up
+    per row; Spark folds it into one constant. Built as SQL text: one call into the JVM, not one per element."""
+    F = _F()
+    from pyspark.sql.types import _parse_datatype_string
+
+    kt, vt = _parse_datatype_string(key_type), _parse_datatype_string(value_type)
+    if not entries:
+        return F.expr(f"CAST(NULL AS map<{kt.simpleString()}, {vt.simpleString()}>)")
+    return F.expr("map(" + ", ".join(f"{_sql_literal(k, kt)}, {_sql_literal(v, vt)}" for k, v in entries.items())
+                  + ")")
+
+
+def _conn_struct_type() -> str:
+    return "struct<" + ", ".join(f"{n}: {t}" for n, t in CONN_FIELDS) + ">"
+
+
+def with_conn(data: AuditData, df: Any, names: tuple[str, ...] | None = None) -> Any:
+    """`df` (a `conn` column) joined with the connection table as an inner join would be: rows of connections
+    without a conn record dropped, CONN_FIELDS (or `names` of them) added."""
+    F = _F()
+    rows = _conn_rows(data)
+    m = literal_map({r[0]: r[1:] for r in rows}, "BIGINT", _conn_struct_type())
+    c = m[F.col("conn")]
+    return df.filter(F.col("conn").isin([r[0] for r in rows])).select(
+        "*", *[c[n].alias(n) for n, _ in CONN_FIELDS if names is None or n in names])
+
+
+def file_index(data: AuditData, col: Any) -> Any:
+    """The binlog file's index in `data.files` (null: not in the binlog directory)."""
+    return literal_map({f: i for i, f in enumerate(data.files)}, "STRING", "INT")[col]
 
 
 def files_df(data: AuditData) -> Any:
@@ -212,25 +277,37 @@ def files_df(data: AuditData) -> Any:
     return F.broadcast(data.spark.createDataFrame(rows, "file STRING, fi INT, file_end BIGINT"))
 
 
-def rule_table(data: AuditData, why: str | None = None) -> Any:
-    """(policy_id, type, flagged, standalone) -> expected action, for every non-send answer of decide()
-    (`why` given: only the answers for that reason, e.g. the connection's type rules, "capability")."""
+def _rule_key(F: Any) -> Any:
+    """(type, flagged, standalone) of an event as one int: the rule table's key."""
+    return (F.col("type") * 4 + F.when(F.col("flags").bitwiseAND(0x8000) != 0, 2).otherwise(0)
+            + F.when(F.coalesce(F.col("gtid_standalone"), F.lit(False)), 1).otherwise(0))
+
+
+def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None = None) -> Any:
+    """Per event (its `type`, `flags`, `gtid_standalone`): the array of (conn, expected action) of every
+    connection (of `conns`; all by default) for whose policy decide() does not send it (`why` given: only the
+    answers for that reason, e.g. the connection's type rules, "capability"). The rule table, keyed by
+    (type, flagged, standalone), and each policy's connections are two map literals built from explain()."""
     F = _F()
-    rows = []
-    done: set[int] = set()
-    for c in data.connections:
-        if c.policy_id in done:
-            continue
-        done.add(c.policy_id)
+    chosen = [c for c in data.connections if conns is None or c.conn in conns]
+    by_policy: dict[int, list[int]] = {}
+    for c in chosen:
+        by_policy.setdefault(c.policy_id, []).append(c.conn)
+    table: dict[int, list[tuple[int, str]]] = {}
+    for pid, c in {c.policy_id: c for c in chosen}.items():
         pol = c.policy()
         for t in range(256):
             for flagged in (False, True):
                 for standalone in (False, True):
                     a, reason = explain(t, 0x8000 if flagged else 0, standalone, pol)
                     if a != Action.SEND and (why is None or reason == why):
-                        rows.append((c.policy_id, t, flagged, standalone, _ACTION_NAMES[Action(a)]))
-    return F.broadcast(data.spark.createDataFrame(
-        rows, "policy_id INT, type INT, flagged BOOLEAN, standalone BOOLEAN, expected STRING"))
+                        table.setdefault(t * 4 + flagged * 2 + standalone, []).append(
+                            (pid, _ACTION_NAMES[Action(a)]))
+    rules = literal_map(table, "INT", "array<struct<policy_id: INT, expected: STRING>>")[_rule_key(F)]
+    conns_of = literal_map(by_policy, "INT", "array<BIGINT>")
+    return F.flatten(F.transform(F.coalesce(rules, F.array().cast(
+        "array<struct<policy_id: INT, expected: STRING>>")), lambda h: F.transform(
+        conns_of[h["policy_id"]], lambda c: F.struct(c.alias("conn"), h["expected"].alias("expected")))))
 
 
 def in_range(F: Any) -> Any:
@@ -248,7 +325,7 @@ def records(data: AuditData) -> Any:
     return (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
             .select("seq", "conn", "file", "start", "end", "count", "length", "action", "why", "type", "flags",
                     "gtid", "sent_length")
-            .join(files_df(data), "file", "left"))
+            .withColumn("fi", file_index(data, F.col("file"))))
 
 
 def events_fi(data: AuditData) -> Any:
@@ -262,9 +339,19 @@ def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any
     `seq`, `conn`, `action`, `why`, `rec_start`, `rec_end`, `count`, `rec_length`, `sent_length`, `r_type`,
     `r_flags`, and the event's `file`, `ordinal`, `start`, `end`, `length`, `type`, `flags`, `log_pos`, `crc_ok`,
     `trx`. The range is [record start, record end); when the end is not an event boundary (check 1 reports it) the
-    record's `count` gives it. A record whose start is not an event boundary expands to nothing (check 1)."""
+    record's `count` gives it. A record whose start is not an event boundary expands to nothing (check 1).
+
+    Computed once per audit (every FILTERED action, after the policy runs are expanded) and checkpointed: checks
+    2-5 and 8 read it, and each of their plans would otherwise expand the runs again (joins and a generator)."""
     F = _F()
-    R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*actions))
+    if data.withheld is None:
+        data.withheld = _withheld_events(data).localCheckpoint()
+    return data.withheld if set(actions) >= set(FILTERED) else data.withheld.filter(F.col("action").isin(*actions))
+
+
+def _withheld_events(data: AuditData) -> Any:
+    F = _F()
+    R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*FILTERED))
          .select("seq", "conn", "file", F.col("start").alias("rec_start"), F.col("end").alias("rec_end"), "count",
                  F.col("length").alias("rec_length"), "sent_length", "action", "why", F.col("type").alias("r_type"),
                  F.col("flags").alias("r_flags")))
@@ -315,7 +402,10 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
           & (F.col("count") == F.col("e_ord") - F.col("s_ord") + 1) & (F.col("length") == F.col("end") - F.col("start"))
           & ((F.col("count") != 1) | F.col("type").isNull()
              | ((F.col("type") == F.col("s_type")) & (F.col("flags") == F.col("s_flags")))))
-    B = (P.join(SK, "rid", "left").join(TK, "rid", "left").withColumn("ok", F.coalesce(ok, F.lit(False))).cache())
+    # B, A and B2 are checkpointed, not cached: the later plans that read them matched none of their cache entries
+    # (each read planned and ran B's broadcasts and A's windows again: 12 broadcast jobs in the step's last plan)
+    B = (P.join(SK, "rid", "left").join(TK, "rid", "left").withColumn("ok", F.coalesce(ok, F.lit(False)))
+         .localCheckpoint())
     # one job: whether there are runs at all, and the connections of those that fit the binlog
     runs = B.agg(F.count("*").alias("n"), F.collect_set(F.when(F.col("ok"), F.col("conn"))).alias("conns")).collect()[0]
     if not runs.n:
@@ -325,13 +415,11 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     run_conns = list(runs.conns)
     V = B.filter(F.col("ok"))
     # the events the connection's type rules filter (for the connections that have runs), and the runs' heads
-    PC = conns_df(data).filter(F.col("conn").isin(run_conns)).select("conn", "policy_id")
-    EV = (E.withColumn("flagged", F.col("flags").bitwiseAND(0x8000) != 0)
-          .withColumn("standalone", F.coalesce(F.col("gtid_standalone"), F.lit(False)))
-          .join(rule_table(data, WHY_CAPABILITY), ["type", "flagged", "standalone"]).join(PC, "policy_id")
-          .select("conn", "file", F.col("ordinal").alias("k"), F.lit(1).alias("kind"),
-                  F.lit(None).alias("run"), F.col("start").alias("ev_start"), F.col("end").alias("ev_end"),
-                  "type", "flags", "expected"))
+    EV = (E.select("file", "ordinal", "start", "end", "type", "flags",
+                   F.explode(rule_hits(data, WHY_CAPABILITY, run_conns)).alias("h"))
+          .select(F.col("h.conn").alias("conn"), "file", F.col("ordinal").alias("k"), F.lit(1).alias("kind"),
+                  F.col("start").alias("ev_start"), F.col("end").alias("ev_end"), "type", "flags",
+                  F.col("h.expected").alias("expected")))
     run = F.struct("rid", "seq", "ts_us", "ledger_file", F.col("s_ord").alias("first"),
                    F.col("e_ord").alias("last"), "start", "end")
     RK = V.select("conn", "file", F.col("s_ord").alias("k"), F.lit(0).alias("kind"), run.alias("run"),
@@ -346,11 +434,11 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     w2 = Window.partitionBy("conn", "file").orderBy("k")
     same = F.lag(rid).over(w2).eqNullSafe(rid)  # the filtered event before, in the same run
     new_island = ~same | (F.lag("expected").over(w2) != F.col("expected")) | (F.lag("k").over(w2) != F.col("k") - 1)
-    A = (A.withColumn("g_start", F.when(same, F.lag("ev_end").over(w2)).otherwise(F.col("run.start")))
-         .withColumn("g_count", F.col("k") - F.when(same, F.lag("k").over(w2) + 1).otherwise(F.col("run.first")))
-         .withColumn("tail", ~F.lead(rid).over(w2).eqNullSafe(rid))
-         .withColumn("isl", F.sum(new_island.cast("int")).over(w2.rowsBetween(Window.unboundedPreceding, 0)))
-         .cache())
+    A = A.select("*", F.when(same, F.lag("ev_end").over(w2)).otherwise(F.col("run.start")).alias("g_start"),
+                 (F.col("k") - F.when(same, F.lag("k").over(w2) + 1).otherwise(F.col("run.first"))).alias("g_count"),
+                 (~F.lead(rid).over(w2).eqNullSafe(rid)).alias("tail"),
+                 F.sum(new_island.cast("int")).over(w2.rowsBetween(Window.unboundedPreceding, 0)).alias("isl")
+                 ).localCheckpoint()  # one select: each withColumn re-analyses the whole plan
     head = [F.col("run.seq").alias("seq"), "conn", F.col("run.ts_us").alias("ts_us"), "file",
             F.col("run.ledger_file").alias("ledger_file")]
     null_int, null_str = F.lit(None).cast("int"), F.lit(None).cast("string")
@@ -375,7 +463,7 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     per_run = A.groupBy(rid.alias("rid")).agg(
         F.count("*").alias("p_n"),
         F.sum(F.when(F.col("expected") == "hole", F.col("ev_end") - F.col("ev_start")).otherwise(0)).alias("p_hole"))
-    B2 = V.join(per_run, "rid", "left").cache()
+    B2 = V.join(per_run, "rid", "left").localCheckpoint()
     bare = B2.filter(F.col("p_n").isNull()).select(  # no event the type rules filter: all of it sent as stored
         "seq", "conn", "ts_us", "file", "ledger_file", *sent(F.col("start"), F.col("end"), F.col("count")))
     expanded = gaps.unionByName(tails).unionByName(isl).unionByName(bare).withColumn("r", F.lit("ev"))
@@ -455,22 +543,20 @@ def check_coverage(data: AuditData) -> list[tuple]:
     out += _rows(R.filter(F.col("fi").isNull()), 1, "error",
                  F.concat(F.lit("record names binlog file "), F.col("file"), F.lit(", which is not in the binlog "
                                                                                   "directory")))
-    C = conns_df(data)
-    R = R.filter(F.col("fi").isNotNull()).join(C.select("conn", "start_fi", "start_pos", "end_fi", "end_pos"), "conn")
+    R = with_conn(data, R.filter(F.col("fi").isNotNull()), ("start_fi", "start_pos", "end_fi", "end_pos"))
     # the FDE of the first file of a dump that starts after it is sent outside the requested range
     R = R.filter(~((F.col("fi") == F.col("start_fi")) & (F.col("start") == 4) & (F.col("start_pos") > 4)))
-    fends = F.broadcast(data.spark.createDataFrame(
-        [(i, data.file_stats.get(f, {}).get("end", 4)) for i, f in enumerate(data.files)],
-        "pfi INT, prev_file_end BIGINT"))
+    fends = literal_map({i: data.file_stats.get(f, {}).get("end", 4) for i, f in enumerate(data.files)}, "INT",
+                        "BIGINT")
     w = Window.partitionBy("conn").orderBy("fi", "start", "seq")
-    R = (R.withColumn("prev_end", F.lag("end").over(w)).withColumn("pfi", F.lag("fi").over(w))
-         .withColumn("next_start", F.lead("start").over(w)).withColumn("nfi", F.lead("fi").over(w))
-         .join(fends, "pfi", "left"))
+    R = (R.select("*", F.lag("end").over(w).alias("prev_end"), F.lag("fi").over(w).alias("pfi"),
+                  F.lead("start").over(w).alias("next_start"), F.lead("fi").over(w).alias("nfi"))
+         .withColumn("prev_file_end", fends[F.col("pfi")]))
     # stream order: the ledger promises records in the order the events went out (seq; the records a policy run
     # expands to share its seq and follow each other in the file)
     ws = Window.partitionBy("conn").orderBy("seq", "fi", "start")
-    R = (R.withColumn("s_prev_seq", F.lag("seq").over(ws)).withColumn("s_prev_fi", F.lag("fi").over(ws))
-         .withColumn("s_prev_start", F.lag("start").over(ws)).withColumn("s_prev_end", F.lag("end").over(ws)))
+    R = R.select("*", F.lag("seq").over(ws).alias("s_prev_seq"), F.lag("fi").over(ws).alias("s_prev_fi"),
+                 F.lag("start").over(ws).alias("s_prev_start"), F.lag("end").over(ws).alias("s_prev_end"))
     # boundaries and counts against the binlog's events: (file, start) and (file, end) are unique among the events,
     # so B has R's rows, one each, and every rule of this check reads one pass over B
     E = data.events.select("file", "start", "end", "ordinal", "type", "flags")
@@ -532,17 +618,17 @@ def expected_filtered(data: AuditData) -> Any:
     """(conn, file, start) of every event the rule filters for that connection, with the expected action; `t_why`:
     the replicate-* rule for a table filter's decision (null for the type rules)."""
     F = _F()
-    E = (events_fi(data)
-         .withColumn("flagged", (F.col("flags").bitwiseAND(0x8000)) != 0)
-         .withColumn("standalone", F.coalesce(F.col("gtid_standalone"), F.lit(False)))
-         .select("file", "fi", "start", "end", "type", "flags", "flagged", "standalone", "trx"))
-    X = E.join(rule_table(data), ["type", "flagged", "standalone"]).withColumn("t_why", F.lit(None).cast("string"))
-    X = X.join(conns_df(data), "policy_id").filter(in_range(F))
+    E = data.events.select("file", F.col("file_index").alias("fi"), "start", "end", "type", "flags",
+                           ((F.col("flags").bitwiseAND(0x8000)) != 0).alias("flagged"),
+                           F.coalesce(F.col("gtid_standalone"), F.lit(False)).alias("standalone"), "trx",
+                           F.explode(rule_hits(data)).alias("h"))
+    X = with_conn(data, E.select("*", F.col("h.conn").alias("conn"), F.col("h.expected").alias("expected"),
+                                 F.lit(None).cast("string").alias("t_why")).drop("h")).filter(in_range(F))
     T = table_filter_events(data)
     if T is None:
         return X
-    T = (T.join(files_df(data), "file").join(conns_df(data), "conn").filter(in_range(F))
-         .join(E.select("file", "start", "trx"), ["file", "start"], "left"))
+    T = (with_conn(data, T.withColumn("fi", file_index(data, F.col("file"))).filter(F.col("fi").isNotNull()))
+         .filter(in_range(F)).join(data.events.select("file", "start", "trx"), ["file", "start"], "left"))
     return X.unionByName(T, allowMissingColumns=True)
 
 
@@ -767,7 +853,7 @@ def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any
         F.sum("length").alias("bytes"), F.max("skipped").alias("skipped")).cache()
     content = (events_fi(data).filter(~F.col("type").isin(*_METADATA_TYPES))
                .select("trx", "fi", "start", "end"))
-    pairs = FC.select("conn", "trx").join(conns_df(data), "conn")
+    pairs = with_conn(data, FC.select("conn", "trx"), ("start_fi", "start_pos", "end_fi", "end_pos"))
     n_in = pairs.join(content, "trx").filter(in_range(F)).groupBy("conn", "trx").agg(F.count("*").alias("n_in"))
     J = FC.join(n_in, ["conn", "trx"], "left").filter(F.coalesce(F.col("n_in"), F.lit(0)) != F.col("n_filt"))
     out.append(J.select(F.lit(5).alias("check"), F.lit("error").alias("severity"),
@@ -825,10 +911,13 @@ def convergence(data: AuditData) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     keys = [(c.end_file, c.end_pos) for c in data.connections if c.end_file]
     ords: dict[tuple[str, int], int] = {}
-    if keys:
-        K = data.spark.createDataFrame(list(set(keys)), "file STRING, start BIGINT")
-        for r in data.events.select("file", "start", "ordinal").join(F.broadcast(K), ["file", "start"]).collect():
-            ords[(r.file, r.start)] = r.ordinal
+    if keys:  # a filter on the few keys, not a join with a driver-built table (its broadcast is a job of its own)
+        want = set(keys)
+        for r in (data.events.filter(F.col("file").isin(list({f for f, _ in want}))
+                                     & F.col("start").isin(list({p for _, p in want})))
+                  .select("file", "start", "ordinal").collect()):
+            if (r.file, r.start) in want:
+                ords[(r.file, r.start)] = r.ordinal
     for c in data.connections:
         if c.end_file not in data.files:
             out[c.conn] = {"events": None, "bytes": None, "files": None}
@@ -1058,9 +1147,10 @@ def timeline(data: AuditData, buckets: int = 120) -> dict[int, list[dict[str, in
         base[f] = acc
         acc += data.file_stats.get(f, {}).get("end", 4)
     total = max(acc, 1)
-    offs = F.broadcast(data.spark.createDataFrame(list(base.items()), "file STRING, base BIGINT"))
-    rows = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
-            .join(offs, "file").withColumn("action", _action_kind(F))
+    offs = literal_map(base, "STRING", "BIGINT")
+    rows = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED)
+                               & F.col("file").isin(list(base)))
+            .withColumn("base", offs[F.col("file")]).withColumn("action", _action_kind(F))
             .withColumn("b0", F.least(F.lit(buckets - 1),
                                       ((F.col("base") + F.col("start")) * buckets / total).cast("int")))
             .withColumn("b1", F.greatest(F.col("b0"), F.least(F.lit(buckets - 1), (
