@@ -149,6 +149,12 @@ def test_spans_frame_what_blocks_frame(tmp_path: Path, monkeypatch: pytest.Monke
                 assert _Spans.in_blocks == 0
                 assert _Spans.longest <= 2 * stream.SPAN + BLOCK + 23  # (a long event alone)
                 assert spans == blocks, (compat, cap, skip, flags, fast)
+                _Spans.longest = 0
+                with monkeypatch.context() as m:
+                    m.setattr(stream, "FEW_DUMPS", -1)  # as with many dumps: MANY_SPAN per turn
+                    blocks = await _dump(tmp_path, p, fast, ledger_dir)
+                assert _Spans.longest <= max(stream.MANY_SPAN, 2 * stream.SPAN + BLOCK + 23)
+                assert spans == blocks, (compat, cap, skip, flags, fast)
                 assert spans[1][0] > 100
                 assert len(spans[2]) >= 5 or not ledger  # conn, rotate, FDE, the run(s), close
                 if torn:

@@ -9,8 +9,8 @@ Memory per dump is bounded (issue 12): file bytes come from the store's shared b
 dumps), framed chunks from its shared frame cache, and each chunk's framing goes to the transport whole with
 back-pressure (uvloop keeps a view of what the socket does not take; asyncio's own loop, which copies, gets slices of
 WRITE_SLICE), so a slow reader holds about one framed chunk. Each dump frames a SPAN of several shared blocks per
-loop turn (read ahead in one thread hand-off while the previous span is written; framed by the C loop where the
-blocks lie): the per-turn costs, not the bytes, were the limit.
+loop turn while few dumps run, MANY_SPAN when many do (read ahead in one thread hand-off while the previous span is
+written; framed by the C loop where the blocks lie): the per-turn costs, not the bytes, were the limit.
 """
 
 from __future__ import annotations
@@ -95,13 +95,15 @@ def _keeps_views(loop: asyncio.AbstractEventLoop) -> bool:
     """Does this loop's transport keep a view of a write the socket did not take (uvloop), not a copy (asyncio)?"""
     return type(loop).__module__.startswith("uvloop")
 
-# file bytes a dump frames per loop turn: the per-turn Python (read, frame cache, write, drain), not the bytes, is what
-# a dump costs. 1 MiB, not 512 KiB: half the turns, ~15 % less server CPU for 2 KB rows (2026-11-28/29). With 200
-# dumps too, not a quarter MiB: ~40 % less server CPU (2026-11-29; the framing of a span is shared by the dumps of
-# one setting through the frame cache, and what a dump holds beyond the shared caches stays one span's framing); a
-# span and its read-ahead fit in BlockCache
+# file bytes a dump frames per loop turn while few dumps run (MANY_SPAN when many do: memory): the per-turn Python
+# (read, frame cache, write, drain), not the bytes, is what a dump costs. 1 MiB, not 512 KiB: half the turns, ~15 %
+# less server CPU for 2 KB rows (2026-11-28/29); a span and its read-ahead fit in BlockCache
 SPAN = 1 << 20
-FEW_DUMPS = 8  # up to this many dumps running, a framed span goes to asyncio's transport whole (see _write)
+FEW_DUMPS = 8  # up to this many dumps running, each frames SPANs (at most ~2 SPANs held per dump while framing)
+# with more: half a MiB per turn (8 shared blocks). A quarter was 1.6-1.9x the server CPU of half for 200 dumps; a
+# whole MiB saved 4-12 % more but held ~35 KiB more per connection (2026-11-29). The framing is shared by the dumps
+# of one setting, so what a dump holds beyond the shared caches stays one chunk's framing
+MANY_SPAN = 8 * BLOCK
 WRITE_SLICE = 32 << 10  # most handed to asyncio's transport at once (it copies what the socket does not take)
 ACKS_ASKED = 4096  # semi-sync: ack requests remembered per dump (an ack for an older one is ignored)
 
@@ -499,17 +501,18 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
 
     async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview | Blocks:
         """What to frame next from `pos` (< `end`, the readable end): the bytes from `pos` to the end of the SPAN
-        that starts at `pos`'s block, left in the store's shared blocks (`Blocks`, read with one thread hand-off;
-        joined only by a dump that frames them outside the C loop).
+        (MANY_SPAN when more than FEW_DUMPS dumps run) that starts at `pos`'s block, left in the store's shared
+        blocks (`Blocks`, read with one thread hand-off; joined only by a dump that frames them outside the C loop).
         When the event at `pos` does not fit in it: a view of the shared block holding `pos`, up to the block's end;
         or, when the event at `pos` crosses that end, this event alone (joined from the shared blocks when it ends
         in the next one, else read for this dump)."""
         b0 = pos - pos % BLOCK
-        stop = min(end, b0 + SPAN)
+        span = SPAN if DumpStream.running <= FEW_DUMPS else MANY_SPAN
+        stop = min(end, b0 + span)
         if stop > b0 + BLOCK:
             blks = await self.store.blocks.read_run(*self._run(ino, b0, stop), fd, b0)
             if stop < end:  # the next span is read while this one is framed and written
-                self.store.blocks.start_run(*self._run(ino, stop, min(end, stop + SPAN)), fd, stop)
+                self.store.blocks.start_run(*self._run(ino, stop, min(end, stop + span)), fd, stop)
             # left in the shared blocks: the C loop frames them where they lie (no join: a copy less); the other
             # paths join them only when they frame (a dump that finds the span's framing cached never does)
             data = Blocks((memoryview(blks[0])[pos - b0:], *blks[1:]))
