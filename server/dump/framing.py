@@ -309,14 +309,21 @@ class Framing:
         p, self.seq, k, h, e, d, b = frame_sends(blocks.parts, 0, self._acts, self.seq, self.out, True, self._gacts,
                                                  self.alg == BINLOG_CHECKSUM_ALG_CRC32)
         st = self.stats
-        st.events_sent += k + d + b
+        st.events_sent += k
         st.events_read += k + h + d + b
         st.holes += h
-        st.dummies += d
-        st.begins += b
+        if d or b:
+            self._count_rewritten(d, b)
         if k or d or b:
             self.sent_upto = base + e
         return p + await self._process(blocks.join(p), base + p)
+
+    def _count_rewritten(self, dummies: int, begins: int) -> None:
+        """The dummies and BEGINs the C loop framed, counted as `_rewrite` counts its own (each is an event sent)."""
+        st = self.stats
+        st.events_sent += dummies + begins
+        st.dummies += dummies
+        st.begins += begins
 
     async def _process(self, buf: bytes | memoryview | Blocks, base: int) -> int:
         """Decide and frame every whole event in `buf` (file offset `base`); return the bytes consumed.
@@ -343,7 +350,6 @@ class Framing:
         # withheld records of their own: _general)
         gacts = self._gacts if self.ledger is None else b""
         crc = self.alg == BINLOG_CHECKSUM_ALG_CRC32
-        st = self.stats
         peek = _PEEK.unpack_from
         pack = _PKT.pack
         c = self._counts = _Counts()
@@ -363,11 +369,9 @@ class Framing:
                             if k or d or b:
                                 sent += k
                                 sent_end = e
-                                if d or b:  # as _rewrite counts them
+                                if d or b:
                                     c.events += d + b
-                                    st.events_sent += d + b
-                                    st.dummies += d
-                                    st.begins += b
+                                    self._count_rewritten(d, b)
                             holes += h
                             if p > last:
                                 break
