@@ -138,6 +138,14 @@ class FrameCache:
         self._bytes = 0
         self.hits = self.misses = self.renumbered = 0
 
+    def peek(self, key: tuple[Any, ...]) -> FramedChunk | None:
+        """`get` before the chunk is read: a hit counts, a miss does not (the lookup after the read counts it)."""
+        item = self._items.get(key)
+        if item is not None:
+            self.hits += 1
+            self._items.move_to_end(key)
+        return item
+
     def get(self, key: tuple[Any, ...]) -> FramedChunk | None:
         item = self._items.get(key)
         if item is None:
@@ -251,35 +259,15 @@ class Framing:
         sequence id produce the same packets (N `mariadb-binlog -R` clients, replicas catching up from the
         same place): the first frames the chunk, the others send its bytes.
         """
-        if self.skipper is not None or self.semi is not None or self.tfilter is not None:  # (a filter: its own state)
+        if not self._shares_frames():
             return await self._process(data, pos), b""  # (its packets are in self.out)
-        gstate = (self._gtid, self._chain)  # the ledger's group tracking
-        cache = self._frames
-        if cache is None:  # (looked up once per dump: a WeakKeyDictionary lookup per chunk showed in profiles)
-            cache = self._frames = frames_of(self.store)
-            self._pkey = _policy_key(self.policy)
-        key = (self.store.generation, ino, pos, len(data), self.seq, self._pkey, self.alg, gstate)
+        cache, key = self._frame_key(ino, pos, len(data))
         hit = cache.get(key)
         if hit is None:
             hit = cache.any(key)
-        st = self.stats
         if hit is not None:
-            self.seq = hit.seq_after
-            st.events_sent += hit.sent
-            st.events_read += hit.read
-            st.holes += hit.holes
-            st.dummies += hit.dummies
-            st.begins += hit.begins
-            if hit.sent_end >= 0:
-                self.sent_upto = pos + hit.sent_end
-            self._need = hit.need
-            self.pos = self.last_event_pos = self.last_byte = pos + hit.consumed
-            if self.ledger is not None:
-                self._gtid, self._chain = hit.gtid_out, hit.chain_out
-                if hit.records:
-                    self._recs.extend(hit.records)
-                    self._hand_over()
-            return hit.consumed, hit.framed  # shared, immutable: no copy on our side
+            return self._take_framed(hit, pos)
+        st = self.stats
         before = (st.events_sent, st.events_read, st.holes, st.dummies, st.begins, self.sent_upto)
         nrec = len(self._recs)
         consumed = await self._process(data, pos)
@@ -292,6 +280,42 @@ class Framing:
         if self._recs:
             self._hand_over()
         return consumed, framed  # the cached object itself: no second copy of this dump's framing
+
+    def _shares_frames(self) -> bool:
+        """Does this dump's framing go through the shared frame cache? Not with a filter (a GTID start's skipper,
+        a table filter: their own state) nor for semi-sync (its packets ask for acks)."""
+        return self.skipper is None and self.semi is None and self.tfilter is None
+
+    def _frame_key(self, ino: int, pos: int, length: int) -> tuple[FrameCache, tuple[Any, ...]]:
+        """The frame cache and the key of the `length` bytes at `pos` framed from this dump's state: the same bytes
+        from the same state make the same packets, whichever path read them."""
+        cache = self._frames
+        if cache is None:  # (looked up once per dump: a WeakKeyDictionary lookup per chunk showed in profiles)
+            cache = self._frames = frames_of(self.store)
+            self._pkey = _policy_key(self.policy)
+        gstate = (self._gtid, self._chain)  # the ledger's group tracking
+        return cache, (self.store.generation, ino, pos, length, self.seq, self._pkey, self.alg, gstate)
+
+    def _take_framed(self, hit: FramedChunk, pos: int) -> tuple[int, bytes | bytearray]:
+        """Take over another dump's framing of the chunk at `pos`: its packets (shared, immutable: no copy), its
+        counts and its ledger records."""
+        st = self.stats
+        self.seq = hit.seq_after
+        st.events_sent += hit.sent
+        st.events_read += hit.read
+        st.holes += hit.holes
+        st.dummies += hit.dummies
+        st.begins += hit.begins
+        if hit.sent_end >= 0:
+            self.sent_upto = pos + hit.sent_end
+        self._need = hit.need
+        self.pos = self.last_event_pos = self.last_byte = pos + hit.consumed
+        if self.ledger is not None:
+            self._gtid, self._chain = hit.gtid_out, hit.chain_out
+            if hit.records:
+                self._recs.extend(hit.records)
+                self._hand_over()
+        return hit.consumed, hit.framed
 
     def _frames_blocks(self) -> bool:
         """Can the C loop frame a chunk left in shared blocks (`Blocks`) for this dump? Not with the ledger (its runs

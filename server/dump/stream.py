@@ -57,7 +57,7 @@ from ..gtid_start import GtidSkipper
 from ..ledger import NULL, EvRecord, Ledger, jstr
 from ..semisync import SemiSyncMaster
 from ..transcode import TranscodeRefused, TranscodingWriter, target_algorithm
-from .framing import _LEN, Blocks, Framing
+from .framing import _LEN, Blocks, FramedChunk, Framing
 from .params import DumpError, DumpParams, DumpStats, Writer
 from .records import LedgerRecords
 from .start import StartResolution
@@ -448,15 +448,21 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             version = store.version  # before the read: a change after it must wake the wait below
             cap = None if final else store.published_end(name)  # binlogd's own writer: only what it published
             end = os.fstat(fd).st_size if cap is None else cap
-            data = await self._chunk(fd, ino, pos, end) if end > pos else b""
-            if self.tc is not None and data:
-                if isinstance(data, Blocks):  # (the stage reads the chunk: joined once, for it and the framing)
-                    data = data.join()
-                self.tc.feed(name, data, pos)  # before its packets are written: the stage maps their positions
-            if self.out or self._recs:
-                await self._flush()
-            consumed, framed = await self._frame_chunk(ino, data, pos) if data else (0, b"")
-            del data  # the shared block is not held while the packets are written
+            hit = self._framed_span(ino, pos, end) if end > pos else None
+            if hit is not None:  # another dump framed this span from the same state: no read, no framing
+                if self.out or self._recs:
+                    await self._flush()
+                consumed, framed = self._take_framed(hit, pos)
+            else:
+                data = await self._chunk(fd, ino, pos, end) if end > pos else b""
+                if self.tc is not None and data:
+                    if isinstance(data, Blocks):  # (the stage reads the chunk: joined once, for it and the framing)
+                        data = data.join()
+                    self.tc.feed(name, data, pos)  # before its packets are written: the stage maps their positions
+                if self.out or self._recs:
+                    await self._flush()
+                consumed, framed = await self._frame_chunk(ino, data, pos) if data else (0, b"")
+                del data  # the shared block is not held while the packets are written
             if framed:
                 await self._write(framed)  # records of these bytes were handed over with them
             del framed
@@ -499,6 +505,25 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         """Where MariaDB's dump thread would say it stopped reading this file (its IO_CACHE replayed)."""
         return last_byte_read(lambda p, n: os.pread(fd, n, p), size, self._file_start, failed_at)
 
+    def _span_stop(self, pos: int, end: int) -> int:
+        """Where the span `_chunk` reads from `pos` ends: SPAN (MANY_SPAN when more than FEW_DUMPS dumps run) from
+        the start of `pos`'s block, or `end` (the readable end) before that."""
+        b0 = pos - pos % BLOCK
+        return min(end, b0 + (SPAN if DumpStream.running <= FEW_DUMPS else MANY_SPAN))
+
+    def _framed_span(self, ino: int, pos: int, end: int) -> FramedChunk | None:
+        """The framing of the span `_chunk` would read at `pos`, when another dump in the same state made it: found
+        by its key before the read (the key is the bytes' range and the state), so a dump in step with others reads
+        and frames nothing (200 dumps of four settings: each span framed four times, the rest take it over). Only
+        spans (they are the same for every dump at `pos`), and not for a transcoding stage (it reads the chunk)."""
+        if self.tc is not None or not self._shares_frames():
+            return None
+        stop = self._span_stop(pos, end)
+        if stop <= pos - pos % BLOCK + BLOCK:
+            return None
+        cache, key = self._frame_key(ino, pos, stop - pos)
+        return cache.peek(key)
+
     async def _chunk(self, fd: int, ino: int, pos: int, end: int) -> bytes | memoryview | Blocks:
         """What to frame next from `pos` (< `end`, the readable end): the bytes from `pos` to the end of the SPAN
         (MANY_SPAN when more than FEW_DUMPS dumps run) that starts at `pos`'s block, left in the store's shared
@@ -508,7 +533,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         in the next one, else read for this dump)."""
         b0 = pos - pos % BLOCK
         span = SPAN if DumpStream.running <= FEW_DUMPS else MANY_SPAN
-        stop = min(end, b0 + span)
+        stop = self._span_stop(pos, end)
         if stop > b0 + BLOCK:
             blks = await self.store.blocks.read_run(*self._run(ino, b0, stop), fd, b0)
             if stop < end:  # the next span is read while this one is framed and written
