@@ -118,6 +118,10 @@ class BlockCache:
             self._items.move_to_end(key)
         return item
 
+    def known(self, key: Hashable) -> bool:
+        """Is the block `key` names cached or being read?"""
+        return key in self._items or key in self._inflight
+
     async def read(self, key: Hashable, fd: int, start: int, length: int) -> bytes:
         """The `length` bytes at `start` of `fd` (`key` names them: file identity, start and length)."""
         item = self.cached(key)

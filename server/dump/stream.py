@@ -537,7 +537,12 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         if stop > b0 + BLOCK:
             blks = await self.store.blocks.read_run(*self._run(ino, b0, stop), fd, b0)
             if stop < end:  # the next span is read while this one is framed and written
-                self.store.blocks.start_run(*self._run(ino, stop, min(end, stop + span)), fd, stop)
+                nxt = min(end, stop + span)
+                last = nxt - 1 - (nxt - 1) % BLOCK
+                # unless a dump in step already asked for it (its last block cached or in flight): dumps that advance
+                # together each built and checked the span's keys for nothing
+                if not self.store.blocks.known((self.store.generation, ino, last, min(BLOCK, nxt - last))):
+                    self.store.blocks.start_run(*self._run(ino, stop, nxt), fd, stop)
             # left in the shared blocks: the C loop frames them where they lie (no join: a copy less); the other
             # paths join them only when they frame (a dump that finds the span's framing cached never does)
             data = Blocks((memoryview(blks[0])[pos - b0:], *blks[1:]))
