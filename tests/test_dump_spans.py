@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import shutil
 import struct
@@ -276,4 +277,43 @@ def test_a_span_framed_by_another_dump_is_taken_before_the_read(tmp_path: Path, 
             assert alone == first
 
     assert stream.FEW_DUMPS >= 1
+    asyncio.run(run())
+
+
+def test_read_now_reads_cached_runs_on_the_loop_or_declines(tmp_path: Path) -> None:
+    """`BlockCache.read_now` (a dump running alone reads a span without a thread hand-off): the file's bytes, block by
+    block, kept for the next reader; None (then `read_run`) when a block of the run is in flight or the pages are not
+    all in the page cache; the same blocks as `read_run` either way."""
+    from binlogd.server.binlog import store as store_mod
+
+    data = random.Random(7).randbytes(6 * BLOCK + 100)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+
+    def run_of(b0: int, n: int) -> tuple[list[tuple[int, int]], list[int]]:
+        return [(b0 + i * BLOCK, BLOCK) for i in range(n)], [BLOCK] * n
+
+    async def run() -> None:
+        with path.open("rb") as f:
+            fd = f.fileno()
+            os.pread(fd, len(data), 0)  # in the page cache
+            cache = BlockCache()
+            first = await cache.read((0, BLOCK), fd, 0, BLOCK)  # block 0 cached before (the last span's end)
+            got = cache.read_now(*run_of(0, 4), fd, 0)
+            if not store_mod._NOWAIT:  # (this file system cannot tell what is cached: the threads read)
+                assert got is None
+                return
+            assert got is not None and b"".join(got) == data[:4 * BLOCK]
+            assert got[0] is first and cache.cached((2 * BLOCK, BLOCK)) is got[2]  # kept for the next reader
+            assert cache.read_now(*run_of(0, 4), fd, 0) == got  # all cached now: nothing read
+            cache.start_run(*run_of(5 * BLOCK, 1), fd, 5 * BLOCK)  # block 5 in flight: declined
+            assert cache.read_now(*run_of(4 * BLOCK, 2), fd, 4 * BLOCK) is None
+            assert b"".join(await cache.read_run(*run_of(4 * BLOCK, 2), fd, 4 * BLOCK)) == data[4 * BLOCK:6 * BLOCK]
+            other = BlockCache()
+            await other.read((BLOCK, BLOCK), fd, BLOCK, BLOCK)  # the blocks to read are not one run: declined
+            assert other.read_now(*run_of(0, 3), fd, 0) is None
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # (a hint: the pages may stay)
+            got = BlockCache().read_now(*run_of(0, 6), fd, 0)
+            assert got is None or b"".join(got) == data[:6 * BLOCK]
+
     asyncio.run(run())

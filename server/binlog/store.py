@@ -142,13 +142,56 @@ class BlockCache:
             got = (self._start_read(fd, [(start, length)], [key]), 0)
         return await _block_of(*got)
 
+    def read_now(self, keys: list[Hashable], lengths: list[int], fd: int, start: int) -> list[bytes] | None:
+        """`read_run` on the event loop, without a thread hand-off, when the page cache holds every block it must
+        read (one preadv2 RWF_NOWAIT for them; a dump that catches up reads what was just written or read). None
+        when it cannot tell, a block is in flight, or the pages are not all cached: then `read_run`.
+        Measured (2 KB rows, one client, py-spy --gil): the hand-off to the read thread was a quarter of the event
+        loop's time, the copy from the page cache itself a few per cent."""
+        global _NOWAIT
+        if not _NOWAIT:
+            return None
+        items = self._items
+        out: list[bytes | None] = []
+        first = -1  # the blocks to read: one contiguous run from `first`
+        n_miss = 0
+        for i, key in enumerate(keys):
+            item = items.get(key)
+            if item is None:
+                if key in self._inflight or (first >= 0 and first + n_miss != i):
+                    return None
+                if first < 0:
+                    first = i
+                n_miss += 1
+            out.append(item)
+        if n_miss:
+            bufs = [bytearray(n) for n in lengths[first:first + n_miss]]
+            try:
+                got = os.preadv(fd, bufs, start + sum(lengths[:first]), _NOWAIT)
+            except BlockingIOError:  # (EAGAIN) not all cached
+                return None
+            except OSError:  # not supported here (tmpfs)
+                _NOWAIT = 0
+                return None
+            if got != sum(lengths[first:first + n_miss]):  # partly cached: the thread reads them all
+                return None
+            self.misses += n_miss
+            for i, buf in enumerate(bufs, first):  # (kept as read: a bytearray no one writes to, as `bytes`)
+                out[i] = buf  # type: ignore[call-overload]
+                self._keep(keys[i], buf)  # type: ignore[arg-type]
+        for key, item in zip(keys, out, strict=True):
+            if item is not None and key in items:
+                self.hits += 1
+                items.move_to_end(key)
+        return out  # type: ignore[return-value]
+
     async def read_run(self, keys: list[Hashable], lengths: list[int], fd: int, start: int) -> list[bytes]:
         """Consecutive blocks from `start` (block i: `lengths[i]` bytes, named `keys[i]`): as `read` for each, but
         the ones neither cached nor in flight are read in one worker thread, so a dump reading alone
         pays one thread hand-off per run of blocks, not one per block (issue 12)."""
         out: list[bytes] = []
         for part in self.start_run(keys, lengths, fd, start):
-            out.append(part if type(part) is bytes else await _block_of(*part))  # type: ignore[misc]
+            out.append(part if type(part) is not tuple else await _block_of(*part))  # type: ignore[misc]
         return out
 
     def start_run(self, keys: list[Hashable], lengths: list[int], fd: int, start: int
