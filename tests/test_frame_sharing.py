@@ -9,7 +9,7 @@ from pathlib import Path
 from binlogd.protocol.decision import Compat
 from binlogd.protocol.packets import frame
 from binlogd.server.binlog.store import BinlogStore
-from binlogd.server.dump import DumpParams, DumpStream, FramedChunk, frames_of
+from binlogd.server.dump import DumpParams, DumpStream, FrameCache, FramedChunk, frames_of
 from binlogd.server.dump.framing import reseq
 
 from tests.dumpclient import MemorySink
@@ -73,3 +73,41 @@ def test_reseq_renumbers_every_packet() -> None:
     torn = framed(1)
     assert reseq(FramedChunk(**{**{f: getattr(torn, f) for f in torn.__slots__}, "framed": torn.framed[:-1]}),
                  1, 2) is None
+
+
+def test_caches_are_sized_for_the_dumps_running(tmp_path: Path) -> None:
+    """Few dumps get shared-cache room each (dumps that drift apart still share one read and framing of a span);
+    more than FEW_DUMPS get the fixed sizes (a connection's share of RSS stays bounded with 200); a cache that
+    shrinks drops its oldest entries at once."""
+    from binlogd.server.dump import stream
+    from binlogd.server.dump.stream import BLOCK_CACHE, FEW_DUMPS, FRAME_CACHE, cache_bytes
+
+    assert cache_bytes(0) == cache_bytes(1) == (FRAME_CACHE, BLOCK_CACHE)
+    frames, blocks = cache_bytes(FEW_DUMPS)
+    assert frames == FEW_DUMPS * stream.FRAMES_PER_DUMP > FRAME_CACHE and blocks > BLOCK_CACHE
+    assert cache_bytes(FEW_DUMPS + 1) == cache_bytes(200) == (FRAME_CACHE, BLOCK_CACHE)
+    cache = FrameCache(max_bytes=100)
+    for i in range(3):
+        cache.put((0, 0, i, 40, 1), FramedChunk(bytearray(40), 40, 2, 1, 1, 0, 0, 0, 40, 0))
+    assert cache.get((0, 0, 0, 40, 1)) is None and cache.get((0, 0, 2, 40, 1)) is not None  # 80 of 100 bytes
+    cache.resize(40)
+    assert cache.get((0, 0, 1, 40, 1)) is None and cache.get((0, 0, 2, 40, 1)) is not None
+
+    for n in ("mysql-bin.000001", "mysql-bin.000002"):
+        shutil.copy(oracle_dir() / n, tmp_path / n)
+    store = BinlogStore(tmp_path)
+    seen: list[tuple[int, int]] = []
+
+    class Watching(MemorySink):
+        def write(self, data: bytes) -> None:
+            seen.append((frames_of(store).max_bytes, store.blocks.max_bytes))
+            super().write(data)
+
+    async def run() -> None:
+        async def one() -> None:
+            await DumpStream(store, Watching(), 1, _params(4, False)).run()
+        await asyncio.gather(one(), one(), one())
+
+    asyncio.run(run())
+    assert max(seen) == cache_bytes(3)  # while three ran
+    assert (frames_of(store).max_bytes, store.blocks.max_bytes) == cache_bytes(0)  # after

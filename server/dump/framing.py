@@ -169,6 +169,11 @@ class FrameCache:
         self.put(key, item)
         return item
 
+    def resize(self, max_bytes: int) -> None:
+        """Bound the cache to `max_bytes` from now on (the oldest framings go at once when it shrinks)."""
+        self.max_bytes = max_bytes
+        self._evict()
+
     def put(self, key: tuple[Any, ...], item: FramedChunk) -> None:
         if len(item.framed) > self.max_item or key in self._items:
             return
@@ -177,7 +182,11 @@ class FrameCache:
         at = self.SEQ_AT
         if len(item.framed) <= RESEQ_MAX:
             self._any.setdefault(key[:at] + key[at + 1:], (key[at], item))
-        while self._bytes > self.max_bytes:
+        self._evict()
+
+    def _evict(self) -> None:
+        at = self.SEQ_AT
+        while self._bytes > self.max_bytes and self._items:
             old_key, old = self._items.popitem(last=False)
             self._bytes -= len(old.framed)
             any_key = old_key[:at] + old_key[at + 1:]

@@ -57,7 +57,7 @@ from ..gtid_start import GtidSkipper
 from ..ledger import NULL, EvRecord, Ledger, jstr
 from ..semisync import SemiSyncMaster
 from ..transcode import TranscodeRefused, TranscodingWriter, target_algorithm
-from .framing import _LEN, Blocks, FramedChunk, Framing
+from .framing import _LEN, Blocks, FramedChunk, Framing, frames_of
 from .params import DumpError, DumpParams, DumpStats, Writer
 from .records import LedgerRecords
 from .start import StartResolution
@@ -104,6 +104,23 @@ FEW_DUMPS = 8  # up to this many dumps running, each frames SPANs (at most ~2 SP
 # whole MiB saved 4-12 % more but held ~35 KiB more per connection (2026-11-29). The framing is shared by the dumps
 # of one setting, so what a dump holds beyond the shared caches stays one chunk's framing
 MANY_SPAN = 8 * BLOCK
+# the shared caches: how far apart dumps may be and still share one read and one framing of a span. Few dumps get
+# room for each (8 dumps of 2 KB rows, started as clients are, drifted apart by more than 8 MiB and each framed every
+# span itself: 3.3 server CPU s, 1.2 with 64 MiB of framings, MariaDB's 1.3, 2026-11-29); many keep the fixed
+# sizes that bound a connection's share (200 dumps: ~190 KiB each)
+FRAME_CACHE = 8 << 20
+BLOCK_CACHE = 4 << 20
+FRAMES_PER_DUMP = 8 << 20
+BLOCKS_PER_DUMP = 2 << 20
+
+
+def cache_bytes(running: int) -> tuple[int, int]:
+    """(frame cache, block cache) bytes for `running` dumps: up to FEW_DUMPS, room per dump; more, the fixed sizes."""
+    if running > FEW_DUMPS:
+        return FRAME_CACHE, BLOCK_CACHE
+    return max(FRAME_CACHE, running * FRAMES_PER_DUMP), max(BLOCK_CACHE, running * BLOCKS_PER_DUMP)
+
+
 INLINE_READS = 1  # up to this many dumps running, a span the page cache holds is read on the event loop
 WRITE_SLICE = 32 << 10  # most handed to asyncio's transport at once (it copies what the socket does not take)
 ACKS_ASKED = 4096  # semi-sync: ack requests remembered per dump (an ack for an older one is ignored)
@@ -201,6 +218,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         st = self.stats
         err: tuple[int, str] | None = None
         DumpStream.running += 1
+        self._size_caches()
         try:
             await self._serve()
             st.end_reason = st.close_reason = "eof"
@@ -247,6 +265,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             err = await self._send_internal_error(e)
         finally:
             DumpStream.running -= 1
+            self._size_caches()
             if self.tc is not None and st.close_reason != "fault":  # (a fault's count is the socket's already)
                 st.bytes_sent = self.tc.written
             if self.ledger is not None:
@@ -433,6 +452,12 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         del head  # not held while the file streams
         # MariaDB seeks to a start position > 4 without checking that it is an event boundary
         await self._stream(fd, name, start if start > BIN_LOG_HEADER_SIZE else fde_end)
+
+    def _size_caches(self) -> None:
+        """Size the store's shared caches for the dumps running now (`cache_bytes`)."""
+        frames, blocks = cache_bytes(DumpStream.running)
+        frames_of(self.store).resize(frames)
+        self.store.blocks.resize(blocks)
 
     def _wants_position_sync(self) -> bool:
         """binlogd extension: fake GTID_LISTs over trailing holes, for blocking capability-4 replicas."""
