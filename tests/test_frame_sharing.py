@@ -75,32 +75,44 @@ def test_reseq_renumbers_every_packet() -> None:
                  1, 2) is None
 
 
-def test_caches_are_sized_for_the_dumps_running(tmp_path: Path) -> None:
-    """Few dumps get shared-cache room each (dumps that drift apart still share one read and framing of a span);
-    more than FEW_DUMPS get the fixed sizes (a connection's share of RSS stays bounded with 200); a cache that
-    shrinks drops its oldest entries at once."""
+def test_frame_cache_grows_while_few_dumps_want_what_it_evicted(tmp_path: Path) -> None:
+    """While few dumps run, the frame cache may grow (by FRAMES_PER_DUMP per dump) as far as chunks it evicted are
+    wanted again (dumps further apart than it holds each framed them again); more than FEW_DUMPS keep the fixed
+    FRAME_CACHE (a connection's share of RSS stays bounded with 200); a smaller limit shrinks it at once."""
     from binlogd.server.dump import stream
-    from binlogd.server.dump.stream import BLOCK_CACHE, FEW_DUMPS, FRAME_CACHE, cache_bytes
+    from binlogd.server.dump.stream import FEW_DUMPS, FRAME_CACHE, frame_cache_limit
 
-    assert cache_bytes(0) == cache_bytes(1) == (FRAME_CACHE, BLOCK_CACHE)
-    frames, blocks = cache_bytes(FEW_DUMPS)
-    assert frames == FEW_DUMPS * stream.FRAMES_PER_DUMP > FRAME_CACHE and blocks > BLOCK_CACHE
-    assert cache_bytes(FEW_DUMPS + 1) == cache_bytes(200) == (FRAME_CACHE, BLOCK_CACHE)
+    assert frame_cache_limit(0) == frame_cache_limit(1) == FRAME_CACHE
+    assert frame_cache_limit(FEW_DUMPS) == FEW_DUMPS * stream.FRAMES_PER_DUMP > FRAME_CACHE
+    assert frame_cache_limit(FEW_DUMPS + 1) == frame_cache_limit(200) == FRAME_CACHE
+
+    def chunk() -> FramedChunk:
+        return FramedChunk(bytearray(40), 40, 2, 1, 1, 0, 0, 0, 40, 0)
+
     cache = FrameCache(max_bytes=100)
+    cache.GROW = 40
     for i in range(3):
-        cache.put((0, 0, i, 40, 1), FramedChunk(bytearray(40), 40, 2, 1, 1, 0, 0, 0, 40, 0))
-    assert cache.get((0, 0, 0, 40, 1)) is None and cache.get((0, 0, 2, 40, 1)) is not None  # 80 of 100 bytes
-    cache.resize(40)
-    assert cache.get((0, 0, 1, 40, 1)) is None and cache.get((0, 0, 2, 40, 1)) is not None
+        cache.put((0, 0, i, 40, 1), chunk())
+    assert cache.get((0, 0, 0, 40, 1)) is None and cache.max_bytes == 100  # evicted; no room to grow (limit)
+    cache.resize(1000)
+    for i in range(3, 6):
+        cache.put((0, 0, i, 40, 1), chunk())  # evicts 1, 2, 3 (remembered now)
+    assert cache.get((0, 0, 9, 40, 1)) is None and cache.max_bytes == 100  # never framed: no growth
+    assert cache.get((0, 0, 2, 40, 1)) is None and cache.max_bytes == 140  # framed, evicted, wanted again
+    cache.put((0, 0, 2, 40, 1), chunk())
+    assert all(cache.get((0, 0, i, 40, 1)) is not None for i in (2, 4, 5))
+    cache.resize(80)  # many dumps now: down at once, never below its first bound
+    assert cache.max_bytes == 100 and cache.get((0, 0, 2, 40, 1)) is None  # (the least recently used)
+    assert cache.get((0, 0, 4, 40, 1)) is not None and cache.get((0, 0, 5, 40, 1)) is not None
 
     for n in ("mysql-bin.000001", "mysql-bin.000002"):
         shutil.copy(oracle_dir() / n, tmp_path / n)
     store = BinlogStore(tmp_path)
-    seen: list[tuple[int, int]] = []
+    seen: list[int] = []
 
     class Watching(MemorySink):
         def write(self, data: bytes) -> None:
-            seen.append((frames_of(store).max_bytes, store.blocks.max_bytes))
+            seen.append(frames_of(store).limit)
             super().write(data)
 
     async def run() -> None:
@@ -109,5 +121,5 @@ def test_caches_are_sized_for_the_dumps_running(tmp_path: Path) -> None:
         await asyncio.gather(one(), one(), one())
 
     asyncio.run(run())
-    assert max(seen) == cache_bytes(3)  # while three ran
-    assert (frames_of(store).max_bytes, store.blocks.max_bytes) == cache_bytes(0)  # after
+    assert max(seen) == frame_cache_limit(3)  # while three ran
+    assert frames_of(store).limit == FRAME_CACHE  # after

@@ -245,17 +245,9 @@ class BlockCache:
         for key, data in zip(keys, read.result(), strict=True):
             self._keep(key, data)
 
-    def resize(self, max_bytes: int) -> None:
-        """Bound the cache to `max_bytes` from now on (the oldest blocks go at once when it shrinks)."""
-        self.max_bytes = max_bytes
-        self._evict()
-
     def _keep(self, key: Hashable, data: bytes) -> None:
         self._items[key] = data
         self._bytes += len(data)
-        self._evict()
-
-    def _evict(self) -> None:
         while self._bytes > self.max_bytes and self._items:
             _, old = self._items.popitem(last=False)
             self._bytes -= len(old)

@@ -128,10 +128,15 @@ class FrameCache:
     of a few hundred bytes instead of a framing per dump and transaction."""
 
     SEQ_AT = 4  # the sequence id's place in a key
+    GROW = 4 << 20  # bytes the bound grows by when an evicted chunk is wanted again (up to `limit`)
+    GHOSTS = 512  # evicted keys remembered (to see that they are wanted again)
 
     def __init__(self, max_bytes: int = 8 << 20, max_item: int = 4 << 20) -> None:
-        self.max_bytes = max_bytes
+        self.max_bytes = self.floor = self.limit = max_bytes
         self.max_item = max_item
+        # keys of chunks evicted lately: a miss on one of them means dumps that frame the same chunks are further
+        # apart than the cache holds, and each frames them again (`resize` lets it grow then)
+        self._ghosts: OrderedDict[Hashable, None] = OrderedDict()
         self._items: OrderedDict[Hashable, FramedChunk] = OrderedDict()
         # small chunks by their key without the sequence id: (the sequence id they were framed from, the chunk)
         self._any: dict[tuple[Any, ...], tuple[int, FramedChunk]] = {}
@@ -150,6 +155,8 @@ class FrameCache:
         item = self._items.get(key)
         if item is None:
             self.misses += 1
+            if self.max_bytes < self.limit and self._ghosts.pop(key, 0) is None:  # framed, evicted, wanted again
+                self.max_bytes = min(self.limit, self.max_bytes + self.GROW)
             return None
         self.hits += 1
         self._items.move_to_end(key)
@@ -169,10 +176,13 @@ class FrameCache:
         self.put(key, item)
         return item
 
-    def resize(self, max_bytes: int) -> None:
-        """Bound the cache to `max_bytes` from now on (the oldest framings go at once when it shrinks)."""
-        self.max_bytes = max_bytes
-        self._evict()
+    def resize(self, limit: int) -> None:
+        """Let the cache grow up to `limit` bytes when its evicted chunks are wanted again (it starts at, and never
+        goes below, its first bound); at once down to it when `limit` is less (the oldest framings go)."""
+        self.limit = max(self.floor, limit)
+        if self.max_bytes > self.limit:
+            self.max_bytes = self.limit
+            self._evict()
 
     def put(self, key: tuple[Any, ...], item: FramedChunk) -> None:
         if len(item.framed) > self.max_item or key in self._items:
@@ -186,9 +196,14 @@ class FrameCache:
 
     def _evict(self) -> None:
         at = self.SEQ_AT
+        ghosts = self._ghosts
         while self._bytes > self.max_bytes and self._items:
             old_key, old = self._items.popitem(last=False)
             self._bytes -= len(old.framed)
+            if self.max_bytes < self.limit:
+                ghosts[old_key] = None
+                if len(ghosts) > self.GHOSTS:
+                    ghosts.popitem(last=False)
             any_key = old_key[:at] + old_key[at + 1:]
             if (found := self._any.get(any_key)) is not None and found[1] is old:
                 del self._any[any_key]

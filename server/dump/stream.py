@@ -104,21 +104,19 @@ FEW_DUMPS = 8  # up to this many dumps running, each frames SPANs (at most ~2 SP
 # whole MiB saved 4-12 % more but held ~35 KiB more per connection (2026-11-29). The framing is shared by the dumps
 # of one setting, so what a dump holds beyond the shared caches stays one chunk's framing
 MANY_SPAN = 8 * BLOCK
-# the shared caches: how far apart dumps may be and still share one read and one framing of a span. Few dumps get
-# room for each (8 dumps of 2 KB rows, started as clients are, drifted apart by more than 8 MiB and each framed every
-# span itself: 3.3 server CPU s, 1.2 with 64 MiB of framings, MariaDB's 1.3, 2026-11-29); many keep the fixed
-# sizes that bound a connection's share (200 dumps: ~190 KiB each)
+# the shared frame cache: how far apart dumps may be and still share one framing (and, taken before the read, one
+# read) of a span. While few dumps run it may grow, as far as their evicted framings are wanted again, by up to
+# FRAMES_PER_DUMP per dump (8 dumps of 2 KB rows, started as clients are, drifted apart by more than 8 MiB and each
+# framed every span itself: 4.0 server CPU s, 1.8 with room to grow, MariaDB's 1.6, 2026-11-29); with many, the
+# fixed 8 MiB (200 dumps: a connection's share of RSS stays ~190 KiB). The block cache stays 4 MiB: dumps that share
+# a framing do not read its blocks.
 FRAME_CACHE = 8 << 20
-BLOCK_CACHE = 4 << 20
 FRAMES_PER_DUMP = 8 << 20
-BLOCKS_PER_DUMP = 2 << 20
 
 
-def cache_bytes(running: int) -> tuple[int, int]:
-    """(frame cache, block cache) bytes for `running` dumps: up to FEW_DUMPS, room per dump; more, the fixed sizes."""
-    if running > FEW_DUMPS:
-        return FRAME_CACHE, BLOCK_CACHE
-    return max(FRAME_CACHE, running * FRAMES_PER_DUMP), max(BLOCK_CACHE, running * BLOCKS_PER_DUMP)
+def frame_cache_limit(running: int) -> int:
+    """How far the frame cache may grow with `running` dumps: up to FEW_DUMPS, room per dump; more, FRAME_CACHE."""
+    return FRAME_CACHE if running > FEW_DUMPS else max(FRAME_CACHE, running * FRAMES_PER_DUMP)
 
 
 INLINE_READS = 1  # up to this many dumps running, a span the page cache holds is read on the event loop
@@ -454,10 +452,8 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         await self._stream(fd, name, start if start > BIN_LOG_HEADER_SIZE else fde_end)
 
     def _size_caches(self) -> None:
-        """Size the store's shared caches for the dumps running now (`cache_bytes`)."""
-        frames, blocks = cache_bytes(DumpStream.running)
-        frames_of(self.store).resize(frames)
-        self.store.blocks.resize(blocks)
+        """Let the store's frame cache grow as far as the dumps running now may use (`frame_cache_limit`)."""
+        frames_of(self.store).resize(frame_cache_limit(DumpStream.running))
 
     def _wants_position_sync(self) -> bool:
         """binlogd extension: fake GTID_LISTs over trailing holes, for blocking capability-4 replicas."""
