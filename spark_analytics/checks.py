@@ -100,6 +100,7 @@ class AuditData:
     raw_ledger: Any = None  # the records as read (check 10's seq test); None: same as `ledger`
     cached: list[Any] = field(default_factory=list)  # kept for the whole audit (unpersisted at its end)
     withheld: Any = None  # `withheld_events` of every FILTERED action, checkpointed at its first use
+    event_types: frozenset[int] | None = None  # the event types the binlog holds (None: not known, any of 256)
 
 
 def _F() -> Any:
@@ -294,9 +295,12 @@ def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None =
     for c in chosen:
         by_policy.setdefault(c.policy_id, []).append(c.conn)
     table: dict[int, list[tuple[int, str]]] = {}
+    # only the types the binlog holds: a skip_replication policy filters every flagged type (~520 keys for 256
+    # types), and the map literal's size is paid in every plan and task that reads it
+    types = sorted(data.event_types) if data.event_types is not None else range(256)
     for pid, c in {c.policy_id: c for c in chosen}.items():
         pol = c.policy()
-        for t in range(256):
+        for t in types:
             for flagged in (False, True):
                 for standalone in (False, True):
                     a, reason = explain(t, 0x8000 if flagged else 0, standalone, pol)
@@ -509,13 +513,22 @@ def _rows_of(df: Any, rules: list[tuple[Any, int, str, Any]], pos: Any = None) -
 
 
 def collect_findings(items: list[Any]) -> list[tuple]:
-    """Tuples stay; DataFrames of findings are unioned and collected in one Spark job."""
-    from functools import reduce
-
+    """Tuples stay; DataFrames of findings are unioned and collected in one Spark job. The union is one SQL
+    statement over temporary views: a chain of `unionByName` analyses every partial union again."""
     out = [i for i in items if isinstance(i, tuple)]
     frames = [i for i in items if not isinstance(i, tuple)]
-    if frames:
-        out += [tuple(r) for r in reduce(lambda a, b: a.unionByName(b), frames).collect()]
+    if not frames:
+        return out
+    cols = ", ".join(f"`{c.strip().split(' ', 1)[0].strip('`')}`" for c in FINDING_DDL.split(","))
+    names = [f"binlogd_findings_{id(frames)}_{i}" for i in range(len(frames))]
+    spark = frames[0].sparkSession
+    try:
+        for name, df in zip(names, frames, strict=True):
+            df.createOrReplaceTempView(name)
+        out += [tuple(r) for r in spark.sql(" UNION ALL ".join(f"SELECT {cols} FROM {n}" for n in names)).collect()]
+    finally:
+        for name in names:
+            spark.catalog.dropTempView(name)
     return out
 
 
