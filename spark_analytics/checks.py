@@ -124,11 +124,12 @@ def type_name(t: int | None) -> str:
 def drop_repeated_records(data: AuditData) -> None:
     """A line repeated byte for byte (same seq, same content) is one fact reported once, by check 10 ("appears 2
     times"): the other checks read each record once, so a copied line is not also an overlap. `data.raw_ledger`
-    keeps the records as written. Checkpointed: a short lineage for every check's plan."""
+    keeps the records as written. Cached, not checkpointed: its lineage is short (the ledger's scan and one
+    aggregate), and the cache is filled by `load_connections`' job, where a checkpoint is a job of its own."""
     L = data.ledger
     if data.raw_ledger is None:
         data.raw_ledger = L
-    data.ledger = L.dropDuplicates([c for c in L.columns if c != "ledger_file"]).localCheckpoint()
+    data.ledger = L.dropDuplicates([c for c in L.columns if c != "ledger_file"]).cache()
     data.cached.append(data.ledger)
 
 
@@ -141,9 +142,17 @@ def load_connections(data: AuditData) -> list[tuple]:
     F = _F()
     L = data.ledger
     out: list[tuple] = []
-    # one job for the conn and close records, one for what the ev records say per connection
+    # one job: the conn and close records (`rec`) and what the ev records say per connection (`ev_conn`, `last`)
+    last = F.max_by(F.struct("file", "end"), F.when(F.col("action").isin("sent", *FILTERED), F.col("seq")))
+    recs = L.filter(F.col("r").isin("conn", "close")).select(F.struct(*L.columns).alias("rec"))
+    evs = L.filter(F.col("r") == "ev").groupBy("conn").agg(last.alias("last"))
+    both = recs.select("rec", F.lit(None).cast(evs.schema["conn"].dataType).alias("ev_conn"),
+                       F.lit(None).cast(evs.schema["last"].dataType).alias("last")).unionByName(
+        evs.select(F.lit(None).cast(recs.schema["rec"].dataType).alias("rec"), F.col("conn").alias("ev_conn"),
+                   "last")).collect()
+    per_conn = [r for r in both if r.rec is None]
     # sorted here as orderBy("seq") would (nulls first), not by Spark: its sort is a sampling job and a shuffle
-    rows = sorted(L.filter(F.col("r").isin("conn", "close")).collect(), key=lambda r: (r.seq is not None, r.seq or 0))
+    rows = sorted((r.rec for r in both if r.rec is not None), key=lambda r: (r.seq is not None, r.seq or 0))
     conn_rows = [r for r in rows if r.r == "conn"]
     close_rows = [r for r in rows if r.r == "close"]
     seen: dict[int, Connection] = {}
@@ -175,10 +184,7 @@ def load_connections(data: AuditData) -> list[tuple]:
         closed.add(r.conn)
         c.end_file, c.end_pos, c.reason, c.close_events = r.file, r.pos, r.reason, r.events
     # connections without a close record end where their records end
-    per_conn = (L.filter(F.col("r") == "ev").groupBy("conn").agg(
-        F.max_by(F.struct("file", "end"), F.when(F.col("action").isin("sent", *FILTERED), F.col("seq")))
-        .alias("last")).collect())
-    last_by = {r.conn: r["last"] for r in per_conn if r["last"] is not None}
+    last_by = {r.ev_conn: r["last"] for r in per_conn if r["last"] is not None}
     for c in seen.values():
         if c.reason is None:
             lr = last_by.get(c.conn)
@@ -187,9 +193,9 @@ def load_connections(data: AuditData) -> list[tuple]:
                                "no close record: the dump was still running or binlogd stopped abruptly; "
                                "audited up to its last record"))
     for r in per_conn:
-        if r.conn not in seen:
-            out.append(finding(10, "error", r.conn, None, None, f"ev records of connection {r.conn}, which has no "
-                                                                "conn record"))
+        if r.ev_conn not in seen:
+            out.append(finding(10, "error", r.ev_conn, None, None, f"ev records of connection {r.ev_conn}, which has "
+                                                                   "no conn record"))
     policies: dict[ReplicaPolicy, int] = {}
     for c in seen.values():
         c.policy_id = policies.setdefault(c.policy(), len(policies))
