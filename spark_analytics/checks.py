@@ -352,10 +352,12 @@ def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any
     record's `count` gives it. A record whose start is not an event boundary expands to nothing (check 1).
 
     Computed once per audit (every FILTERED action, after the policy runs are expanded) and checkpointed: checks
-    2-5 and 8 read it, and each of their plans would otherwise expand the runs again (joins and a generator)."""
+    2-5 and 8 read it, and each of their plans would otherwise expand the runs again (joins and a generator). Not
+    eagerly: the first job that reads it (check 5's aggregate of the withheld transactions) fills it, where an eager
+    checkpoint is a job of its own."""
     F = _F()
     if data.withheld is None:
-        data.withheld = _withheld_events(data).localCheckpoint()
+        data.withheld = _withheld_events(data).localCheckpoint(eager=False)
     return data.withheld if set(actions) >= set(FILTERED) else data.withheld.filter(F.col("action").isin(*actions))
 
 
@@ -413,9 +415,11 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
           & ((F.col("count") != 1) | F.col("type").isNull()
              | ((F.col("type") == F.col("s_type")) & (F.col("flags") == F.col("s_flags")))))
     # B, A and B2 are checkpointed, not cached: the later plans that read them matched none of their cache entries
-    # (each read planned and ran B's broadcasts and A's windows again: 12 broadcast jobs in the step's last plan)
+    # (each read planned and ran B's broadcasts and A's windows again: 12 broadcast jobs in the step's last plan).
+    # Not eager: a lazy checkpoint cuts the plans' lineage at once and is filled by the first job that reads it (B by
+    # the `runs` job, A and B2 by the ledger's checkpoint job; each read whole), where an eager one is a job of its own
     B = (P.join(SK, "rid", "left").join(TK, "rid", "left").withColumn("ok", F.coalesce(ok, F.lit(False)))
-         .localCheckpoint())
+         .localCheckpoint(eager=False))
     # one job: whether there are runs at all, and the connections of those that fit the binlog
     runs = B.agg(F.count("*").alias("n"), F.collect_set(F.when(F.col("ok"), F.col("conn"))).alias("conns")).collect()[0]
     if not runs.n:
@@ -448,7 +452,7 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
                  (F.col("k") - F.when(same, F.lag("k").over(w2) + 1).otherwise(F.col("run.first"))).alias("g_count"),
                  (~F.lead(rid).over(w2).eqNullSafe(rid)).alias("tail"),
                  F.sum(new_island.cast("int")).over(w2.rowsBetween(Window.unboundedPreceding, 0)).alias("isl")
-                 ).localCheckpoint()  # one select: each withColumn re-analyses the whole plan
+                 ).localCheckpoint(eager=False)  # one select: each withColumn re-analyses the whole plan
     head = [F.col("run.seq").alias("seq"), "conn", F.col("run.ts_us").alias("ts_us"), "file",
             F.col("run.ledger_file").alias("ledger_file")]
     null_int, null_str = F.lit(None).cast("int"), F.lit(None).cast("string")
@@ -473,7 +477,7 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     per_run = A.groupBy(rid.alias("rid")).agg(
         F.count("*").alias("p_n"),
         F.sum(F.when(F.col("expected") == "hole", F.col("ev_end") - F.col("ev_start")).otherwise(0)).alias("p_hole"))
-    B2 = V.join(per_run, "rid", "left").localCheckpoint()
+    B2 = V.join(per_run, "rid", "left").localCheckpoint(eager=False)
     bare = B2.filter(F.col("p_n").isNull()).select(  # no event the type rules filter: all of it sent as stored
         "seq", "conn", "ts_us", "file", "ledger_file", *sent(F.col("start"), F.col("end"), F.col("count")))
     expanded = gaps.unionByName(tails).unionByName(isl).unionByName(bare).withColumn("r", F.lit("ev"))
