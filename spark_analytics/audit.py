@@ -94,7 +94,6 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
         last[0] = now
         report_step(step)
 
-    start_python_workers(spark)
     if inputs is None:
         inputs = prepare_inputs(binlog_dir, ledger_dir, relay_dirs)
     binlog_dir, files, lf = inputs.binlog_dir, inputs.files, inputs.ledger
@@ -129,6 +128,7 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     checks.drop_repeated_records(data)
     findings += checks.load_connections(data)
     progress("connections")
+    start_python_workers(spark)  # after the first job (it would take one of its task slots), before the planning
     # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
     pending: list[Any] = checks.expand_policy_runs(data)
     progress("policy runs")
@@ -152,7 +152,9 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     progress("check 8")
     totals = checks.action_totals(data)
     progress("check 9")
-    findings += checks.collect_findings(pending)
+    # a small audit's union: one task per shuffle partition (2), not one per partition of every branch
+    findings += checks.collect_findings(pending, None if inputs.events is None else int(
+        spark.conf.get("spark.sql.shuffle.partitions")))
     progress("findings")
     # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name them)
     explained = frozenset(f[2] for f in findings if f[0] <= 4 and f[1] == "error" and f[2] is not None)

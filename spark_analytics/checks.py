@@ -522,9 +522,11 @@ def _rows_of(df: Any, rules: list[tuple[Any, int, str, Any]], pos: Any = None) -
             .select("f.check", "f.severity", "connection_id", "file", "pos", "f.message")]
 
 
-def collect_findings(items: list[Any]) -> list[tuple]:
+def collect_findings(items: list[Any], partitions: int | None = None) -> list[tuple]:
     """Tuples stay; DataFrames of findings are unioned and collected in one Spark job. The union is one SQL
-    statement over temporary views: a chain of `unionByName` analyses every partial union again."""
+    statement over temporary views: a chain of `unionByName` analyses every partial union again. `partitions`:
+    the union's last stage coalesced to that many tasks (a small audit: its 27 tasks each deserialized the whole
+    stage's closure, ~140 ms each, 3.8 of the stage's 5 s)."""
     out = [i for i in items if isinstance(i, tuple)]
     frames = [i for i in items if not isinstance(i, tuple)]
     if not frames:
@@ -535,7 +537,8 @@ def collect_findings(items: list[Any]) -> list[tuple]:
     try:
         for name, df in zip(names, frames, strict=True):
             df.createOrReplaceTempView(name)
-        out += [tuple(r) for r in spark.sql(" UNION ALL ".join(f"SELECT {cols} FROM {n}" for n in names)).collect()]
+        union = spark.sql(" UNION ALL ".join(f"SELECT {cols} FROM {n}" for n in names))
+        out += [tuple(r) for r in (union if partitions is None else union.coalesce(partitions)).collect()]
     finally:
         for name in names:
             spark.catalog.dropTempView(name)

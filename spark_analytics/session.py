@@ -184,12 +184,13 @@ def _import_worker_modules(rows: Any) -> Any:
 
 
 def start_python_workers(spark: Any) -> None:
-    """Start Spark's Python workers now, without waiting for them: the first Python task of a JVM (check 3's
-    rebuild, in the findings job) otherwise waits ~2.5 s for the worker daemon to start and import, at the end of the
-    audit. Started at the audit's beginning they come up on the core that the driver's planning leaves idle, and
-    the reused workers are ready when the task comes. An asynchronous job of the JVM (`countAsync`): no Python
-    thread, its result is not needed."""
-    rdd = spark.sparkContext.parallelize(range(2), 2).mapPartitions(_import_worker_modules)
+    """Start Spark's Python worker daemon now, without waiting for it: the first Python task of a JVM (check 3's
+    rebuild, in the findings job) otherwise waits 2.3-3.8 s for the daemon to start and import, at the end of the
+    audit. Started early it comes up on the core that the driver's planning leaves idle, and the reused worker is
+    ready when the task comes (a second one is a fork of the daemon). An asynchronous job of the JVM (`countAsync`):
+    no Python thread, its result is not needed. One task: it holds a task slot while the daemon starts (two held
+    both of local[2]'s slots, and the connection step's job waited for them)."""
+    rdd = spark.sparkContext.parallelize(range(1), 1).mapPartitions(_import_worker_modules)
     rdd._jrdd.countAsync()
 
 
