@@ -128,10 +128,12 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     checks.drop_repeated_records(data)
     findings += checks.load_connections(data)
     progress("connections")
-    start_python_workers(spark)  # after the first job (it would take one of its task slots), before the planning
     # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
     pending: list[Any] = checks.expand_policy_runs(data)
     progress("policy runs")
+    # checks 1-5 mostly plan (their findings are collected at once): the daemon starts meanwhile, holding no task
+    # slot that a job of the connection or policy-run steps needs
+    start_python_workers(spark)
     pending += checks.check_binlog_crc(data)
     pending += checks.check_coverage(data)
     progress("check 1")

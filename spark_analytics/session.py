@@ -189,7 +189,8 @@ def start_python_workers(spark: Any) -> None:
     audit. Started early it comes up on the core that the driver's planning leaves idle, and the reused worker is
     ready when the task comes (a second one is a fork of the daemon). An asynchronous job of the JVM (`countAsync`):
     no Python thread, its result is not needed. One task: it holds a task slot while the daemon starts (two held
-    both of local[2]'s slots, and the connection step's job waited for them)."""
+    both of local[2]'s slots, and the connection step's job waited for them; `run_audit` starts it after the
+    policy-run step's jobs, before checks 1-5, which mostly plan)."""
     rdd = spark.sparkContext.parallelize(range(1), 1).mapPartitions(_import_worker_modules)
     rdd._jrdd.countAsync()
 
