@@ -9,9 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from . import checks
-from .binlog_source import BinlogSourceError, list_files, load_in_driver
-from .ledger import LedgerError, ledger_files, read_ledger
-from .session import SMALL_INPUT_BYTES
+from .binlog_source import (
+    BinlogSourceError,
+    arrow_event_types,
+    arrow_file_stats,
+    decode_in_driver,
+    list_files,
+    load_in_driver,
+    register,
+)
+from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger
+from .session import SMALL_INPUT_BYTES, start_python_workers
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
 ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "renamed", "fake")
@@ -35,8 +43,44 @@ class AuditResult:
         return bool(self.summary["consistent"])
 
 
+@dataclass
+class Inputs:
+    """What an audit reads before Spark is needed: the file lists and, for a small binlog directory, its events
+    decoded in the driver (an Arrow table) with their per-file stats. `prepare_inputs` needs no JVM, so the CLI
+    runs it while the JVM starts."""
+
+    binlog_dir: Path
+    files: list[Path]
+    ledger: LedgerFiles
+    relays: dict[str, Path]
+    events: Any = None  # pyarrow.Table of the binlog's events (statements off); None: the data source reads them
+    stats: dict[str, dict[str, int]] | None = None  # file -> {"events", "end", "bytes"} of `events`
+    types: frozenset[int] | None = None  # the event types of `events`
+
+
+def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None) -> Inputs:
+    binlog_dir = Path(binlog_dir).resolve()
+    try:
+        files = list_files(binlog_dir)
+        lf = ledger_files(ledger_dir)
+    except (BinlogSourceError, LedgerError) as e:
+        raise AuditError(str(e)) from e
+    for name, d in (relay_dirs or {}).items():
+        try:
+            list_files(d)
+        except BinlogSourceError as e:
+            raise AuditError(f"relay logs of replica {name}: {e}") from e
+    inputs = Inputs(binlog_dir, files, lf, dict(relay_dirs or {}))
+    if sum(f.stat().st_size for f in files) <= SMALL_INPUT_BYTES:
+        inputs.events = decode_in_driver(binlog_dir, statements=False).drop_columns(["db", "statement"])
+        inputs.stats = arrow_file_stats(inputs.events)
+        inputs.types = arrow_event_types(inputs.events)
+    return inputs
+
+
 def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
-              progress: Callable[[str], None] = lambda step: None) -> AuditResult:
+              progress: Callable[[str], None] = lambda step: None, inputs: Inputs | None = None) -> AuditResult:
+    """One audit; `inputs`: `prepare_inputs` of the same directories, when the caller already ran it."""
     from pyspark.sql import functions as F
 
     t0 = time.monotonic()
@@ -50,28 +94,24 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
         last[0] = now
         report_step(step)
 
-    binlog_dir = Path(binlog_dir).resolve()
-    try:
-        files = list_files(binlog_dir)
-        lf = ledger_files(ledger_dir)
-    except (BinlogSourceError, LedgerError) as e:
-        raise AuditError(str(e)) from e
+    if inputs is None:
+        inputs = prepare_inputs(binlog_dir, ledger_dir, relay_dirs)
+    binlog_dir, files, lf = inputs.binlog_dir, inputs.files, inputs.ledger
     relays: dict[str, Any] = {}
-    for name, d in (relay_dirs or {}).items():
-        try:
-            list_files(d)
-        except BinlogSourceError as e:
-            raise AuditError(f"relay logs of replica {name}: {e}") from e
+    if inputs.relays or inputs.events is None:
+        register(spark)
+    for name, d in inputs.relays.items():
         relays[name] = spark.read.format("binlog").load(str(d)).cache()
-
-    if sum(f.stat().st_size for f in files) <= SMALL_INPUT_BYTES:
-        E = load_in_driver(spark, binlog_dir, statements=False)
+    if inputs.events is not None:
+        E = load_in_driver(spark, binlog_dir, table=inputs.events).cache()
+        stats, types = inputs.stats or {}, inputs.types
     else:
-        E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir))
-    E = E.drop("db", "statement").cache()
-    stats = {r.file: {"events": int(r.n), "end": int(r.end), "bytes": int(r.b)}
-             for r in E.groupBy("file").agg(F.count("*").alias("n"), F.max("end").alias("end"),
-                                            F.sum("length").alias("b")).collect()}
+        E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir)).drop(
+            "db", "statement").cache()
+        rows = E.groupBy("file").agg(F.count("*").alias("n"), F.max("end").alias("end"),
+                                     F.sum("length").alias("b"), F.collect_set("type").alias("types")).collect()
+        stats = {r.file: {"events": int(r.n), "end": int(r.end), "bytes": int(r.b)} for r in rows}
+        types = frozenset(t for r in rows for t in r.types)
     names = [f.name for f in files]
     findings: list[tuple] = []
     for n in names:
@@ -84,13 +124,16 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     L = read_ledger(spark, lf)
     progress("ledger")
     data = checks.AuditData(spark=spark, events=E, ledger=L, files=names, file_stats=stats, binlog_dir=binlog_dir,
-                            torn=lf.torn, relays=relays)
+                            torn=lf.torn, relays=relays, event_types=types)
     checks.drop_repeated_records(data)
     findings += checks.load_connections(data)
     progress("connections")
     # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
     pending: list[Any] = checks.expand_policy_runs(data)
     progress("policy runs")
+    # checks 1-5 mostly plan (their findings are collected at once): the daemon starts meanwhile, holding no task
+    # slot that a job of the connection or policy-run steps needs
+    start_python_workers(spark)
     pending += checks.check_binlog_crc(data)
     pending += checks.check_coverage(data)
     progress("check 1")
@@ -111,7 +154,9 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
     progress("check 8")
     totals = checks.action_totals(data)
     progress("check 9")
-    findings += checks.collect_findings(pending)
+    # a small audit's union: one task per shuffle partition (2), not one per partition of every branch
+    findings += checks.collect_findings(pending, None if inputs.events is None else int(
+        spark.conf.get("spark.sql.shuffle.partitions")))
     progress("findings")
     # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name them)
     explained = frozenset(f[2] for f in findings if f[0] <= 4 and f[1] == "error" and f[2] is not None)

@@ -92,20 +92,25 @@ def main(argv: list[str] | None = None) -> int:
     except ReportError as e:
         print(f"binlogd-audit: {e}", file=sys.stderr)
         return 2
-    from binlogd.spark_analytics.audit import STEPS, AuditError, run_audit
+    from concurrent.futures import ThreadPoolExecutor
+
+    from binlogd.spark_analytics.audit import STEPS, AuditError, prepare_inputs, run_audit
     from binlogd.spark_analytics.report import write_outputs
     from binlogd.spark_analytics.session import build_session, close_session, input_bytes
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), disable=args.quiet, transient=False) as bar:
+                  TimeElapsedColumn(), disable=args.quiet, transient=False) as bar, \
+            ThreadPoolExecutor(1, thread_name_prefix="audit-inputs") as pool:
         task = bar.add_task("starting Spark", total=len(STEPS) + 1)
         t_start = time.monotonic()
+        # the file lists and a small binlog's decoding need no JVM: a second thread does them while the JVM starts
+        inputs = pool.submit(prepare_inputs, args.binlog_dir, args.ledger, relays)
         try:
             spark = build_session(args.master, conf=conf, log_file=args.out / "spark.log",
                                   input_size=input_bytes(args.binlog_dir, args.ledger, *relays.values()),
-                                  make_class_archive=True)
+                                  make_class_archive=True, register_source=False)
         except Exception as e:  # Java missing, a bad master URL ...: a clear message, exit 2
             print(f"binlogd-audit: could not start Spark ({args.master or 'local[*]'}): {e}", file=sys.stderr)
             return 2
@@ -115,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
 
         spark_start = round(time.monotonic() - t_start, 2)
         try:
-            result = run_audit(spark, args.binlog_dir, args.ledger, relays, progress=step)
+            result = run_audit(spark, args.binlog_dir, args.ledger, relays, progress=step, inputs=inputs.result())
             # the phase before the audit's own steps (JVM start, session): the small audit's largest cost
             result.summary["step_seconds"] = {"spark start": spark_start, **result.summary["step_seconds"]}
             paths = write_outputs(spark, args.out, result.summary, result.findings, result.timeline)

@@ -177,6 +177,24 @@ def quiet_logging(log_file: Path) -> str:
     return f"-Dlog4j2.configurationFile=file:{props}"
 
 
+def _import_worker_modules(rows: Any) -> Any:
+    from binlogd.protocol import checksum, rewrite  # noqa: F401  (what check 3's rebuild imports)
+
+    return iter(())
+
+
+def start_python_workers(spark: Any) -> None:
+    """Start Spark's Python worker daemon now, without waiting for it: the first Python task of a JVM (check 3's
+    rebuild, in the findings job) otherwise waits 2.3-3.8 s for the daemon to start and import, at the end of the
+    audit. Started early it comes up on the core that the driver's planning leaves idle, and the reused worker is
+    ready when the task comes (a second one is a fork of the daemon). An asynchronous job of the JVM (`countAsync`):
+    no Python thread, its result is not needed. One task: it holds a task slot while the daemon starts (two held
+    both of local[2]'s slots, and the connection step's job waited for them; `run_audit` starts it after the
+    policy-run step's jobs, before checks 1-5, which mostly plan)."""
+    rdd = spark.sparkContext.parallelize(range(1), 1).mapPartitions(_import_worker_modules)
+    rdd._jrdd.countAsync()
+
+
 def input_bytes(*paths: Path) -> int:
     """Bytes of the files under `paths` (the audit's inputs): what the session is sized by."""
     total = 0
@@ -190,13 +208,14 @@ def input_bytes(*paths: Path) -> int:
 
 
 def build_session(master: str | None = None, app_name: str = "binlogd-audit", conf: dict[str, str] | None = None,
-                  log_file: Path | None = None, input_size: int | None = None, make_class_archive: bool = False
-                  ) -> Any:
+                  log_file: Path | None = None, input_size: int | None = None, make_class_archive: bool = False,
+                  register_source: bool = True) -> Any:
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
     Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
     process (the CLI): at most SMALL_INPUT_BYTES starts the driver JVM with C1 only and plans without adaptive
     execution (SMALL_INPUT_SETTINGS). None (not known; a session
-    that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits."""
+    that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits. `register_source`
+    False: the data source is registered when an audit first reads with it (`run_audit`), not here."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -233,5 +252,6 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    if register_source:
+        register(spark)
     return spark
