@@ -61,21 +61,30 @@ def _pread_tail(fd: int, length: int, start: int, ours: bool) -> bytes | None:
     """The `length` bytes at `start`, read on the event loop when that cannot wait for the disk, else None (read them
     in a thread): when the page cache holds them all (preadv2 RWF_NOWAIT), or, where the file system cannot tell
     (tmpfs), when binlogd's own writer just wrote them (`ours`: pages written moments ago are in the page cache)."""
-    global _NOWAIT
     if _NOWAIT:
         buf = bytearray(length)
-        try:
-            n = os.preadv(fd, [buf], start, _NOWAIT)
-        except BlockingIOError:  # (EAGAIN) not all cached
-            return None
-        except OSError:  # not supported here (tmpfs): plain reads of our own bytes from now on
-            _NOWAIT = 0
-        else:
-            return bytes(buf) if n == length else None
+        cached = _read_cached(fd, [buf], start)
+        if cached is not None:
+            return bytes(buf) if cached else None
+        # not supported here (tmpfs): plain reads of our own bytes from now on
     if not ours:
         return None
     data = os.pread(fd, length, start)
     return data if len(data) == length else None
+
+
+def _read_cached(fd: int, bufs: list[bytearray], start: int) -> bool | None:
+    """Fill `bufs` from `start` only from the page cache (preadv2 RWF_NOWAIT): True when they are filled, False when
+    the pages are not all cached, None when this file system cannot tell (then never asked again)."""
+    global _NOWAIT
+    try:
+        got = os.preadv(fd, bufs, start, _NOWAIT)
+    except BlockingIOError:  # (EAGAIN) not all cached
+        return False
+    except OSError:  # not supported here (tmpfs)
+        _NOWAIT = 0
+        return None
+    return got == sum(len(b) for b in bufs)  # (short: partly cached)
 
 
 def _pread_blocks(fd: int, where: list[tuple[int, int]]) -> list[bytes]:
@@ -148,7 +157,6 @@ class BlockCache:
         when it cannot tell, a block is in flight, or the pages are not all cached: then `read_run`.
         Measured (2 KB rows, one client, py-spy --gil): the hand-off to the read thread was a quarter of the event
         loop's time, the copy from the page cache itself a few per cent."""
-        global _NOWAIT
         if not _NOWAIT:
             return None
         items = self._items
@@ -164,24 +172,18 @@ class BlockCache:
                     first = i
                 n_miss += 1
             out.append(item)
+        hits = [key for key, item in zip(keys, out, strict=True) if item is not None]
         if n_miss:
             bufs = [bytearray(n) for n in lengths[first:first + n_miss]]
-            try:
-                got = os.preadv(fd, bufs, start + sum(lengths[:first]), _NOWAIT)
-            except BlockingIOError:  # (EAGAIN) not all cached
-                return None
-            except OSError:  # not supported here (tmpfs)
-                _NOWAIT = 0
-                return None
-            if got != sum(lengths[first:first + n_miss]):  # partly cached: the thread reads them all
+            if not _read_cached(fd, bufs, start + sum(lengths[:first])):  # not all cached: the thread reads them
                 return None
             self.misses += n_miss
             for i, buf in enumerate(bufs, first):  # (kept as read: a bytearray no one writes to, as `bytes`)
                 out[i] = buf  # type: ignore[call-overload]
                 self._keep(keys[i], buf)  # type: ignore[arg-type]
-        for key, item in zip(keys, out, strict=True):
-            if item is not None and key in items:
-                self.hits += 1
+        for key in hits:
+            self.hits += 1
+            if key in items:  # (unless the blocks just kept pushed it out)
                 items.move_to_end(key)
         return out  # type: ignore[return-value]
 

@@ -155,7 +155,8 @@ class FrameCache:
         item = self._items.get(key)
         if item is None:
             self.misses += 1
-            if self.max_bytes < self.limit and self._ghosts.pop(key, 0) is None:  # framed, evicted, wanted again
+            if self.max_bytes < self.limit and key in self._ghosts:  # framed, evicted, wanted again
+                del self._ghosts[key]
                 self.max_bytes = min(self.limit, self.max_bytes + self.GROW)
             return None
         self.hits += 1

@@ -470,21 +470,20 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             version = store.version  # before the read: a change after it must wake the wait below
             cap = None if final else store.published_end(name)  # binlogd's own writer: only what it published
             end = os.fstat(fd).st_size if cap is None else cap
+            # another dump's framing of this span from the same state: no read, no framing
             hit = self._framed_span(ino, pos, end) if end > pos else None
-            if hit is not None:  # another dump framed this span from the same state: no read, no framing
-                if self.out or self._recs:
-                    await self._flush()
+            data = await self._chunk(fd, ino, pos, end) if end > pos and hit is None else b""
+            if self.tc is not None and data:
+                if isinstance(data, Blocks):  # (the stage reads the chunk: joined once, for it and the framing)
+                    data = data.join()
+                self.tc.feed(name, data, pos)  # before its packets are written: the stage maps their positions
+            if self.out or self._recs:
+                await self._flush()
+            if hit is not None:
                 consumed, framed = self._take_framed(hit, pos)
             else:
-                data = await self._chunk(fd, ino, pos, end) if end > pos else b""
-                if self.tc is not None and data:
-                    if isinstance(data, Blocks):  # (the stage reads the chunk: joined once, for it and the framing)
-                        data = data.join()
-                    self.tc.feed(name, data, pos)  # before its packets are written: the stage maps their positions
-                if self.out or self._recs:
-                    await self._flush()
                 consumed, framed = await self._frame_chunk(ino, data, pos) if data else (0, b"")
-                del data  # the shared block is not held while the packets are written
+            del data  # the shared block is not held while the packets are written
             if framed:
                 await self._write(framed)  # records of these bytes were handed over with them
             del framed
@@ -527,11 +526,15 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         """Where MariaDB's dump thread would say it stopped reading this file (its IO_CACHE replayed)."""
         return last_byte_read(lambda p, n: os.pread(fd, n, p), size, self._file_start, failed_at)
 
+    @staticmethod
+    def _span() -> int:
+        """File bytes a dump frames per loop turn now: SPAN, MANY_SPAN when more than FEW_DUMPS dumps run."""
+        return SPAN if DumpStream.running <= FEW_DUMPS else MANY_SPAN
+
     def _span_stop(self, pos: int, end: int) -> int:
-        """Where the span `_chunk` reads from `pos` ends: SPAN (MANY_SPAN when more than FEW_DUMPS dumps run) from
-        the start of `pos`'s block, or `end` (the readable end) before that."""
-        b0 = pos - pos % BLOCK
-        return min(end, b0 + (SPAN if DumpStream.running <= FEW_DUMPS else MANY_SPAN))
+        """Where the span `_chunk` reads from `pos` ends: `_span()` from the start of `pos`'s block, or `end` (the
+        readable end) before that."""
+        return min(end, pos - pos % BLOCK + self._span())
 
     def _framed_span(self, ino: int, pos: int, end: int) -> FramedChunk | None:
         """The framing of the span `_chunk` would read at `pos`, when another dump in the same state made it: found
@@ -554,8 +557,8 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         or, when the event at `pos` crosses that end, this event alone (joined from the shared blocks when it ends
         in the next one, else read for this dump)."""
         b0 = pos - pos % BLOCK
-        span = SPAN if DumpStream.running <= FEW_DUMPS else MANY_SPAN
-        stop = self._span_stop(pos, end)
+        span = self._span()
+        stop = min(end, b0 + span)
         if stop > b0 + BLOCK:
             keys, lengths = self._run(ino, b0, stop)
             # a dump running alone reads on the loop when the page cache holds the span (the thread hand-off cost
