@@ -33,6 +33,8 @@ from binlogd.protocol.constants import (
 from binlogd.protocol.decision import WHY_CAPABILITY, Action, Compat, ReplicaPolicy, clamp_capability, explain
 
 FINDING_DDL = "`check` INT, severity STRING, connection_id BIGINT, file STRING, pos BIGINT, message STRING"
+# (name, SQL type) of each FINDING_DDL column
+FINDING_COLUMNS = tuple((n.strip("`"), t) for n, t in (c.strip().split(" ", 1) for c in FINDING_DDL.split(",")))
 CHECK_NAMES = {
     1: "coverage", 2: "hole legality", 3: "dummy integrity", 4: "filter correctness", 5: "transaction atomicity",
     6: "position continuity", 7: "convergence", 8: "relay-log reconciliation", 9: "divergence",
@@ -531,7 +533,7 @@ def collect_findings(items: list[Any], partitions: int | None = None) -> list[tu
     frames = [i for i in items if not isinstance(i, tuple)]
     if not frames:
         return out
-    cols = ", ".join(f"`{c.strip().split(' ', 1)[0].strip('`')}`" for c in FINDING_DDL.split(","))
+    cols = ", ".join(f"`{n}`" for n, _ in FINDING_COLUMNS)
     names = [f"binlogd_findings_{id(frames)}_{i}" for i in range(len(frames))]
     spark = frames[0].sparkSession
     try:

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             result = run_audit(spark, args.binlog_dir, args.ledger, relays, progress=step, inputs=inputs.result())
             # the phase before the audit's own steps (JVM start, session): the small audit's largest cost
             result.summary["step_seconds"] = {"spark start": spark_start, **result.summary["step_seconds"]}
-            paths = write_outputs(spark, args.out, result.summary, result.findings, result.timeline)
+            paths = write_outputs(args.out, result.summary, result.findings, result.timeline)
             step("report written")
         except AuditError as e:
             print(f"binlogd-audit: {e}", file=sys.stderr)

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .checks import CHECK_NAMES, FINDING_DDL
+from .checks import CHECK_NAMES, FINDING_COLUMNS
 from .report_charts import ACTIONS, COLORS, PLOTLY_CONFIG, SHORT, actions_figure, phases_figure, timeline_figure
 
 REPORT_MODULES = ("jinja2", "plotly")
@@ -31,7 +31,7 @@ def require_report_modules() -> None:
                           f"pip install 'binlogd[spark]' (or pip install {' '.join(missing)})")
 
 
-def write_outputs(spark: Any, out_dir: Path, summary: dict[str, Any], findings: list[tuple],
+def write_outputs(out_dir: Path, summary: dict[str, Any], findings: list[tuple],
                   timeline: dict[int, list[dict[str, int]]]) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"summary": out_dir / "summary.json", "html": out_dir / "report.html",
@@ -47,13 +47,12 @@ _ARROW_TYPES = {"INT": "int32", "BIGINT": "int64", "STRING": "string"}
 
 
 def write_findings(path: Path, findings: list[tuple]) -> None:
-    """findings.parquet as Spark writes it (a directory: one part file and _SUCCESS, the schema of FINDING_DDL),
+    """findings.parquet as Spark writes it (a directory: one part file and _SUCCESS, FINDING_DDL's schema),
     written by pyarrow from the tuples the driver holds: a Spark write job of its own cost a small audit ~1 s."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    cols = [c.strip().split(" ", 1) for c in FINDING_DDL.split(",")]
-    schema = pa.schema([(n.strip("`"), getattr(pa, _ARROW_TYPES[t])()) for n, t in cols])
+    schema = pa.schema([(n, getattr(pa, _ARROW_TYPES[t])()) for n, t in FINDING_COLUMNS])
     table = pa.Table.from_pylist([dict(zip(schema.names, f, strict=True)) for f in findings], schema=schema)
     if path.is_dir():
         shutil.rmtree(path)
