@@ -13,15 +13,19 @@ Run from the repository root (see benchmarks/README.md)::
    log says "requesting binlog dump" to the moment its copy of the upstream's last file has the upstream's size
    (watched from outside, so the relay spends nothing on being watched; its SHOW MASTER STATUS must then equal
    the upstream's). Every stored file is then compared with the upstream's (only the FDE in-use flag may differ).
-2. Latency. With that relay caught up and still connected, R readers (`protocol.connection.ReplicationClient`,
-   capability 4, file/pos at binlogd's end) follow binlogd, and one more reader follows the upstream directly
+2. Latency. With that relay caught up and still connected, R readers (replica dumps: capability 4, file/pos at
+   binlogd's end; `--reader`) follow binlogd, and one more reader follows the upstream directly
    (the baseline: what the upstream's own dump costs). K single-row transactions are committed on the upstream,
    one every --interval-ms. Each reader notes the monotonic time it receives each transaction's XID event.
    Reported per reader count: p50/p99 of commit-returned -> received via binlogd, of the same directly from the
    upstream, and of the difference per transaction and reader (the latency binlogd adds).
 
-Every reader is a process of its own with its own asyncio loop (CLOCK_MONOTONIC is system-wide), so no reader
-waits for another: the added latency is the server's (and the machine's: record the load average beside it).
+Every reader is a process of its own (CLOCK_MONOTONIC is system-wide), so no reader waits for another: the added
+latency is the server's (and the machine's: record the load average beside it). `--reader c` (the default when gcc
+is there) runs benchmarks/c/binlog_reader.c in its tail mode, a blocking replica dump at a replica IO thread's
+cost (C, one read per wake-up); `--reader python` runs `protocol.connection.ReplicationClient` in an asyncio loop,
+~100-200 µs of Python per transaction and reader: with 21 of them on 2 cores the readers themselves compete with
+the servers for the CPU, and their queueing shows up in both p99s.
 Results: a table, and JSON in benchmarks/results/relay_latency-<timestamp>.json, with the load average.
 """
 
@@ -61,6 +65,7 @@ from .dump_throughput import (
     RESULTS_DIR,
     _progress,
     build_binlogs,
+    build_c_reader,
     client_command,
     cpu_seconds,
 )
@@ -211,9 +216,9 @@ class Reader:
     async def run(self) -> None:
         client = await ReplicationClient.connect(self.cfg)
         await client.start_dump(self.file, self.pos)
-        self.ready.set()
         seq = -1
         async for ev in client.events():
+            self.ready.set()  # at the first event (a fake ROTATE): the dump runs, its start-up is not measured
             if ev[4] == GTID_EVENT:
                 seq = peek_gtid(ev)[2]
             elif ev[4] == XID_EVENT:
@@ -240,25 +245,92 @@ def reader_process(args: tuple[str, int, int, str, int], ready: Any, stop: Any, 
     results.put((args[2], asyncio.run(main())))
 
 
-def measure_latency(upstream: MariaDB, relay: Binlogd, readers: int, txns: int, interval: float) -> dict[str, Any]:
+class PyReaders:
+    """The readers as Python processes (`reader_process`, spawned): started, waited for, stopped, read."""
+
+    def __init__(self, specs: list[tuple[str, int, int, str, int]]) -> None:
+        ctx = mp.get_context("spawn")
+        self.ready, self.stop, self.queue = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
+        self.procs = [ctx.Process(target=reader_process, args=(spec, self.ready, self.stop, self.queue), daemon=True)
+                      for spec in specs]
+        for pr in self.procs:
+            pr.start()
+
+    def wait_ready(self, timeout: float) -> None:
+        for _ in self.procs:
+            if not self.ready.acquire(timeout=timeout):
+                raise RuntimeError(f"a reader process did not start its dump within {timeout:g} s")
+
+    def results(self) -> dict[int, dict[int, float]]:
+        self.stop.set()
+        return dict(self.queue.get(timeout=60) for _ in self.procs)
+
+    def kill(self) -> None:
+        self.stop.set()
+        for pr in self.procs:
+            pr.join(10)
+            if pr.is_alive():
+                pr.kill()
+
+
+class CReaders:
+    """The readers as C processes (benchmarks/c/binlog_reader.c, tail mode): started, waited for, stopped, read."""
+
+    def __init__(self, binary: Path, specs: list[tuple[str, int, int, str, int]]) -> None:
+        self.specs = specs
+        self.procs = [subprocess.Popen([str(binary), host, str(port), file, str(pos), str(sid)],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                      for host, port, sid, file, pos in specs]
+
+    def wait_ready(self, timeout: float) -> None:
+        for pr in self.procs:  # "ready" once the dump was asked for
+            line = _readline(pr, timeout)
+            if line.strip() != "ready":  # (printed at the dump's first event)
+                raise RuntimeError(f"a C reader did not start its dump: {line!r} {pr.stderr.read()[-500:]}")
+
+    def results(self) -> dict[int, dict[int, float]]:
+        seen: dict[int, dict[int, float]] = {}
+        for pr, spec in zip(self.procs, self.specs, strict=True):
+            pr.terminate()
+            out, err = pr.communicate(timeout=60)
+            if pr.returncode != 0:
+                raise RuntimeError(f"a C reader failed ({pr.returncode}): {err[-500:]}")
+            seen[spec[2]] = {int(a): float(b) for a, b in (ln.split() for ln in out.splitlines() if ln)}
+        return seen
+
+    def kill(self) -> None:
+        for pr in self.procs:
+            if pr.poll() is None:
+                pr.kill()
+                pr.wait(10)
+
+
+def _readline(pr: subprocess.Popen[str], timeout: float) -> str:
+    """One line of a child's stdout, or '' after `timeout` seconds (a reader that hangs fails the run)."""
+    import selectors
+
+    assert pr.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(pr.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            return ""
+    return pr.stdout.readline()
+
+
+def measure_latency(upstream: MariaDB, relay: Binlogd, readers: int, txns: int, interval: float,
+                    c_reader: Path | None = None) -> dict[str, Any]:
     """K paced commits on the upstream; per transaction and reader: commit -> received (binlogd, direct).
 
-    Every reader is its own process: the direct one (server id 900) and R via binlogd (1000 + i)."""
+    Every reader is its own process: the direct one (server id 900) and R via binlogd (1000 + i); C processes when
+    `c_reader` is given, else Python ones."""
     up_file, up_pos = upstream.master_status()
     rl_file, rl_pos = master_status(relay) or ("", 4)
-    ctx = mp.get_context("spawn")
-    ready, stop, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
     specs = [(upstream.host, upstream.port, 900, up_file, up_pos),
              *((relay.host, relay.port, 1000 + i, rl_file, rl_pos) for i in range(readers))]
-    procs = [ctx.Process(target=reader_process, args=(spec, ready, stop, results), daemon=True) for spec in specs]
-    for pr in procs:
-        pr.start()
-    seen: dict[int, dict[int, float]] = {}
+    procs: CReaders | PyReaders = CReaders(c_reader, specs) if c_reader is not None else PyReaders(specs)
     commits: dict[int, float] = {}
     try:
-        for _ in procs:
-            if not ready.acquire(timeout=120):
-                raise RuntimeError("a reader process did not start its dump within 120 s")
+        procs.wait_ready(120)
         conn = upstream.connect()
         cpu0 = cpu_seconds(relay.pid)
         try:
@@ -273,16 +345,9 @@ def measure_latency(upstream: MariaDB, relay: Binlogd, readers: int, txns: int, 
             conn.close()
         time.sleep(1.0)  # the last commits' way to every reader
         relay_cpu = cpu_seconds(relay.pid) - cpu0  # storing each transaction and sending it to every reader
-        stop.set()
-        for _ in procs:
-            sid, got = results.get(timeout=60)
-            seen[sid] = got
+        seen = procs.results()
     finally:
-        stop.set()
-        for pr in procs:
-            pr.join(10)
-            if pr.is_alive():
-                pr.kill()
+        procs.kill()
     direct = seen.get(900, {})
     via = [seen.get(1000 + i, {}) for i in range(readers)]
     missing = sum(len(set(commits) - set(r)) for r in [direct, *via])
@@ -313,6 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "dump_throughput)")
     p.add_argument("--binlogd-tree", type=Path, help="run the relay from this source tree (a copy of the repository "
                    "with its built extensions: before/after comparisons)")
+    p.add_argument("--reader", choices=("c", "python"), default="c", help="the readers' implementation (default c: "
+                   "benchmarks/c/binlog_reader.c's tail mode, as light as a replica's IO thread; python: "
+                   "ReplicationClient in asyncio, whose own CPU competes with the servers on a small machine)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     return p
 
@@ -362,10 +430,12 @@ def main(argv: list[str] | None = None) -> int:
                       "relay_cpu_us_per_event": round(cpu_us_per_event, 3),
                       "relay_events_per_cpu_s": round(1e6 / cpu_us_per_event), "mismatches": mismatches}
         load["throughput_done"] = os.getloadavg()
+        c_reader = build_c_reader(work, console) if args.reader == "c" else None
+        reader = "c" if c_reader is not None else "python"
         latency = []
         for n in counts:
             console.print(f"latency: {args.txns} transactions, {n} downstream reader(s)")
-            latency.append(measure_latency(upstream, relay, n, args.txns, args.interval_ms / 1e3))
+            latency.append(measure_latency(upstream, relay, n, args.txns, args.interval_ms / 1e3, c_reader))
             load[f"latency_{n}_done"] = os.getloadavg()
     finally:
         if relay is not None:
@@ -384,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{relay_s:.2f}", f"{throughput['relay_MBps']:.1f}", f"{throughput['ratio']:.2f}x",
               f"{up_cpu_us_per_event:.2f}", f"{cpu_us_per_event:.2f}")
     console.print(t)
-    t = Table(title=f"latency: upstream commit -> event received ({args.txns} commits, {args.interval_ms:g} ms apart)")
+    t = Table(title=f"latency: upstream commit -> event received ({args.txns} commits, {args.interval_ms:g} ms apart, "
+                    f"{reader} readers)")
     for c in ("readers", "via binlogd p50/p99 ms", "direct p50/p99 ms", "added p50/p99 ms", "relay CPU µs/txn",
               "missing"):
         t.add_column(c, justify="right")
@@ -399,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS_DIR.mkdir(exist_ok=True)
     out = RESULTS_DIR / f"relay_latency-{started:%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps({"benchmark": "relay_latency", "started": started.isoformat(timespec="seconds"),
-                               "binlog": bs.to_json(), "throughput": throughput, "latency": latency, "loadavg": load},
+                               "binlog": bs.to_json(), "throughput": throughput, "latency": latency, "reader": reader,
+                               "loadavg": load},
                               indent=2))
     console.print(f"results: {out}")
     bad = mismatches or any(r["missing"] for r in latency)

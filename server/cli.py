@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import re
 import sys
@@ -654,10 +655,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+async def _serve_frozen(cfg: ServeConfig) -> None:
+    """`serve(cfg)`, with the start-up heap frozen out of the garbage collector once it has started
+    (binlogd/gc_pauses.py: no 70 ms full collections of the imported modules while it serves)."""
+    from binlogd.gc_pauses import freeze_startup_heap
+
+    from .app import serve
+
+    started = asyncio.Event()
+
+    async def freeze_when_started() -> None:
+        await started.wait()
+        freeze_startup_heap()
+
+    freezer = asyncio.create_task(freeze_when_started())
+    try:
+        await serve(cfg, started)
+    finally:
+        freezer.cancel()
+
+
 def _serve(args: argparse.Namespace) -> int:
     from binlogd.gil import shorten_switch_interval
 
-    from .app import serve
     from .auth import UsersFileError
     from .binlog.store import StoreError
     from .binlog.writer import BinlogWriteError
@@ -673,7 +693,7 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
         tune_malloc()  # big framing buffers reused, not faulted in afresh (server/dump/heap.py)
         shorten_switch_interval()  # the loop waits for the GIL at most 0.5 ms behind a worker thread (binlogd/gil.py)
-        event_loop.run(serve(cfg), loop_name)
+        event_loop.run(_serve_frozen(cfg), loop_name)
     except (UsageError, StartupError, StoreError, UsersFileError, BinlogWriteError, LedgerError) as e:
         print(f"binlogd: {e}", file=sys.stderr)
         return 2

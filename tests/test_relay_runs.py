@@ -145,3 +145,36 @@ def test_sync_binlog_counts_commits_not_groups(tmp_path: Path) -> None:
         st.feed([b"".join(body[k : k + step])])
     assert st.status.groups_stored > w.group_commits >= 4
     assert w.fsyncs == w.group_commits // 2
+
+
+def test_only_small_plain_appends_are_stored_on_the_loop(tmp_path: Path) -> None:
+    """`appends_only` (the relay stores such a batch on the event loop, not in the writer thread) holds exactly for
+    batches that append plain events or heartbeats to the active file within the limit, with sync_binlog 0 and no
+    file change pending: a new file (fake ROTATE, FDE), a real ROTATE, a torn header, fsync and size stay threaded."""
+    events = [bytes(e) for _, e in iter_binlog(SOURCE.read_bytes())]
+    heartbeat = build_event(type_code=HEARTBEAT_LOG_EVENT, body=NAME.encode(), server_id=1, log_pos=0, flags=0x20,
+                            checksum=True)
+    st = _storage(tmp_path, "a")
+    head = [_fake_rotate(4), *events[:3]]
+    assert not st.appends_only([b"".join(head)], 1 << 20)  # no file yet: the FDE creates it
+    st.feed([b"".join(head)])
+    body = events[3:-1]
+    assert st.appends_only([_run(body[:10]), b"".join(body[10:20]), heartbeat], 1 << 20)
+    size = sum(len(e) for e in body[:10])
+    assert st.appends_only([_run(body[:10])], size) and not st.appends_only([_run(body[:10])], size - 1)
+    assert not st.appends_only([_run(body[:10]), events[-1]], 1 << 20)  # the closing ROTATE
+    assert not st.appends_only([_fake_rotate(4)], 1 << 20)
+    assert not st.appends_only([b"".join(body[:2])[:-3]], 1 << 20)  # a torn event: refused in the thread
+    # what is stored on the loop is what the thread stores: the file equals the source
+    for k in range(0, len(body), 7):
+        run = _run(body[k : k + 7])
+        assert st.appends_only([run], 1 << 20)
+        st.feed([run])
+    st.feed([events[-1]])
+    assert _stored(st) == SOURCE.read_bytes()
+    w = BinlogWriter(tmp_path / "s", "mysql-bin", sync_binlog=1)
+    w.recover()
+    synced = RelayStorage(w, RelayStatus("h", 1, "u", 1, 1.0))
+    synced.begin(1)
+    synced.feed([b"".join(head)])
+    assert not synced.appends_only([_run(body[:10])], 1 << 20)

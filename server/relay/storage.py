@@ -1,6 +1,7 @@
 """Turning the upstream's dump stream into the upstream's own files, byte for byte (apart from the in-use flag).
 
-Runs in the writer thread (every method does file I/O through `BinlogWriter`). What arrives is what a 10.11
+Runs in the writer thread (every method does file I/O through `BinlogWriter`), one call at a time; a small batch
+that only appends (`appends_only`) is fed on the event loop while no thread job runs. What arrives is what a 10.11
 primary sends a file/pos replica: a fake ROTATE (artificial, log_pos 0) naming the file and position, that
 file's FDE (its real one when the dump starts at 4, a copy with log_pos 0 when it resumes mid-file), then the
 file's events in order, a real ROTATE at its end, and heartbeats when idle. Every stored event must start exactly
@@ -208,6 +209,30 @@ class RelayStorage:
         return victims
 
     # --- events ----------------------------------------------------------------------------------------
+    def appends_only(self, runs: Sequence[bytes | bytearray | EventRun], limit: int) -> bool:
+        """Whether storing `runs` (at most `limit` bytes) only appends to the active file and publishes: no file to
+        create, no rotation, no fsync (sync_binlog 0), no spill; every event a plain one or a heartbeat. Such a
+        batch is a few write(2)s into the page cache, so the caller may store it on the event loop (`feed`
+        there too) instead of hopping to the writer thread; anything else stays in that thread."""
+        if (self.w.sync_binlog or self.file is None or self.new_file is not None or self.new_fde is not None
+                or self.rotate_pending or self.spilled):
+            return False
+        size = 0
+        for run in runs:
+            data = run.data if isinstance(run, EventRun) else run
+            size += len(data)
+            if size > limit:
+                return False
+            p, n = 0, len(data)
+            while p < n:
+                if n - p < HEADER_LEN:
+                    return False  # (refused in the writer thread, with its error)
+                typ, length = data[p + 4], int.from_bytes(data[p + 9 : p + 13], "little")
+                if not (_PLAIN[typ] or typ == HEARTBEAT_LOG_EVENT) or length < HEADER_LEN or p + length > n:
+                    return False
+                p += length
+        return True
+
     def feed(self, runs: Sequence[bytes | bytearray | EventRun]) -> None:
         """Store a batch: each run holds whole events back to back (`ReplicationClient.event_runs()`: CRCs
         verified, header lengths checked; a single event is a run too). One write and one commit for its whole

@@ -52,6 +52,10 @@ log = logging.getLogger("binlogd.relay")
 # large event), so a slow disk slows the upstream socket down
 QUEUE_RUNS = 16
 BATCH_BYTES = 4 << 20  # runs handed to the writer thread at once (one write, one commit)
+# a batch up to this size that only appends (`RelayStorage.appends_only`) is stored on the event loop: a following
+# relay's transactions one by one, where the thread hop (two wake-ups, GIL hand-offs, a self-pipe write for the
+# publication) was most of the latency binlogd added for its replicas
+INLINE_BYTES = 64 << 10
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_SLAVE_FATAL_ERROR = 1593
 
@@ -84,6 +88,7 @@ class UpstreamRelay:
         self.storage = storage
         self.status = status
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="relay-writer")
+        self._in_thread = 0  # writer-thread jobs in flight: an inline store waits until there are none (one order)
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._filepos_once = False  # the next dump by file/pos although use_gtid (see FilePosNeeded)
@@ -138,7 +143,19 @@ class UpstreamRelay:
 
     # --- the loop --------------------------------------------------------------------------------------
     async def _in_writer(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        self._in_thread += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        finally:
+            self._in_thread -= 1
+
+    async def _store(self, batch: list[EventRun]) -> None:
+        """Store a batch: on the loop when it only appends a little with no thread job in flight, else in the
+        writer thread (file creation, rotation, fsync, big batches: blocking I/O stays off the loop)."""
+        if not self._in_thread and self.storage.appends_only(batch, INLINE_BYTES):
+            self.storage.feed(batch)
+        else:
+            await self._in_writer(self.storage.feed, batch)
 
     def _delay(self, attempt: int) -> float:
         if attempt < 0:
@@ -287,7 +304,7 @@ class UpstreamRelay:
                         break
                     item = queue.get_nowait()
                 if batch:
-                    await self._in_writer(self.storage.feed, batch)
+                    await self._store(batch)
                 if ack:  # stored, committed and (--sync-binlog=1) fsynced: only now may the upstream hear of it
                     self._ack(client)
                 if end is None:
