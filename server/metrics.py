@@ -60,9 +60,11 @@ def replica_labels(dump: DumpStream) -> tuple[str, str, str]:
 
 
 def bytes_behind(dump: DumpStream, ends: dict[str, int], order: list[str]) -> int:
-    """Binlog bytes from the dump's read position to the end of the last file (`ends`: readable end per file)."""
+    """Binlog bytes from the dump's read position to the end of the last file (`ends`: readable end per file).
+    A dump whose file is not known yet (a GTID start being resolved) is behind by all of them, not by none: it
+    has not been sent anything, and a scrape must not show it caught up."""
     if dump.file not in ends:
-        return 0
+        return sum(ends.values())
     i = order.index(dump.file)
     return max(0, ends[dump.file] - dump.pos) + sum(ends[n] for n in order[i + 1:])
 

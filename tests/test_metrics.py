@@ -307,3 +307,17 @@ def test_commit_counters_against_mariadb(mariadb, binlogd):
     ddl = 3  # CREATE DATABASE, CREATE TABLE, DROP TABLE
     assert after[0] - before[0] == 3  # the autocommit INSERT, the transaction, the flagged INSERT
     assert ours == (after[0] - before[0] + ddl, after[1] - before[1] + ddl)
+
+
+def test_a_dump_without_a_position_yet_is_behind_by_everything() -> None:
+    """A GTID dump whose start is still being resolved (no file yet) is not shown caught up: behind by the whole
+    binlog. A dump with a position counts from it, across the later files."""
+    from types import SimpleNamespace
+
+    from binlogd.server.metrics import bytes_behind
+
+    ends = {"mysql-bin.000001": 1000, "mysql-bin.000002": 300}
+    order = list(ends)
+    assert bytes_behind(SimpleNamespace(file="", pos=0), ends, order) == 1300  # type: ignore[arg-type]
+    assert bytes_behind(SimpleNamespace(file="mysql-bin.000001", pos=400), ends, order) == 900  # type: ignore[arg-type]
+    assert bytes_behind(SimpleNamespace(file="mysql-bin.000002", pos=300), ends, order) == 0  # type: ignore[arg-type]
