@@ -8,7 +8,8 @@ store, a full disk) stops it (`No`) with Last_IO_Errno/Last_IO_Error set, until 
 
 Received events go through a bounded queue (back-pressure on the upstream socket) to the writer thread in
 runs (`ReplicationClient.event_runs()`: the whole events of one socket read, back to back, and where each ends): one
-queue item per socket read and one thread hop per batch of runs, no object per event. With semi-sync
+queue item per socket read and one thread hop per batch of runs, no object per event (a small batch that only
+appends, a transaction at a time, is stored on the loop instead: `_store`). With semi-sync
 (--rpl-semi-sync-slave-enabled) a run ends with each event the upstream wants acknowledged, and the ack is sent once
 the writer thread stored it.
 """
