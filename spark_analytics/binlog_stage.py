@@ -2,11 +2,12 @@
 
 Above the driver-decode threshold the Python data source hands every event to the JVM through a Python worker's
 Arrow stream, and the audit cached the result: at 1 M events ~94 % of the binlog step was that hand-over, the
-cache and the per-file counts, the decoding 1.6 s of it. Here worker processes decode the same splits as the data
-source (`binlog_source.plan_splits`: ranges starting at group starts, so the rows do not depend on the split) and
-write one Parquet file each, in parallel, while the driver's JVM starts; they return each split's per-file counts
-and event types, so the audit needs no Spark job for those either. The rows are exactly the data source's with
-`statements=false` (db/statement dropped): `tests/test_audit_stage.py`.
+cache and the per-file counts, the decoding 1.6 s of it. Here the same splits as the data source's
+(`binlog_source.plan_splits`: ranges starting at group starts, so the rows do not depend on the split) are decoded
+and written as one Parquet file each (by the caller, or by worker processes in parallel for a large directory),
+while the driver's JVM starts (the CLI's input thread); the per-file counts and event types come from the same
+pass, so the audit needs no Spark job for those either. The rows are exactly the data source's with
+`statements=false` (db/statement dropped): tests/test_audit.py, `test_staged_events_...`.
 """
 
 from __future__ import annotations
