@@ -35,7 +35,8 @@ DEFAULTS: dict[str, str] = {
 }
 # A small one-audit run (the CLI) is mostly JVM warm-up: the C2 compiler's work never pays back within it.
 # Measured on a 20 000-event audit through the CLI (benchmarks/README.md, "Audit scale"): 77-91 -> 53-63 CPU
-# seconds with C1 only. Inputs above C1_INPUT_BYTES keep C2, and so do sessions that run many audits (tests): test_audit.py took 299 s with C2, 329 s with C1.
+# seconds with C1 only. Inputs above C1_INPUT_BYTES keep C2, and so do sessions that run many audits (tests):
+# test_audit.py took 299 s with C2, 329 s with C1.
 SMALL_INPUT_BYTES = 32 << 20
 SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 # C1 pays at 1 M events too (72 MB of binlog and ledger): 279 -> 180 CPU s for the in-process audit, the C2
