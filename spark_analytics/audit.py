@@ -90,10 +90,21 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
 
 def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
               progress: Callable[[str], None] = lambda step: None, inputs: Inputs | None = None) -> AuditResult:
-    """One audit; `inputs`: `prepare_inputs` of the same directories, when the caller already ran it."""
+    """One audit; `inputs`: `prepare_inputs` of the same directories, when the caller already ran it. Staged
+    events (`Inputs.staged`) are removed at its end, also when it fails."""
+    t0 = time.monotonic()
+    if inputs is None:
+        inputs = prepare_inputs(binlog_dir, ledger_dir, relay_dirs)
+    try:
+        return _audit(spark, ledger_dir, progress, inputs, t0)
+    finally:
+        if inputs.staged is not None:
+            shutil.rmtree(inputs.staged.path, ignore_errors=True)
+
+
+def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs: Inputs, t0: float) -> AuditResult:
     from pyspark.sql import functions as F
 
-    t0 = time.monotonic()
     step_seconds: dict[str, float] = {}
     last = [t0]
     report_step = progress
@@ -104,8 +115,6 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
         last[0] = now
         report_step(step)
 
-    if inputs is None:
-        inputs = prepare_inputs(binlog_dir, ledger_dir, relay_dirs)
     binlog_dir, files, lf = inputs.binlog_dir, inputs.files, inputs.ledger
     relays: dict[str, Any] = {}
     if inputs.staged is not None and not spark.sparkContext.master.startswith("local"):
@@ -228,6 +237,4 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
         df.unpersist()
     for df in relays.values():
         df.unpersist()
-    if inputs.staged is not None:
-        shutil.rmtree(inputs.staged.path, ignore_errors=True)
     return AuditResult(summary, findings, tl)
