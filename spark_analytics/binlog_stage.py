@@ -31,7 +31,8 @@ STAGED_DDL = ", ".join(f"`{n}` {t}" for n, t, _ in STAGED)
 # bytes of binlog per staging process: a process costs ~1 CPU s of imports (numpy, pyarrow) and decodes ~40 MB
 # per CPU-second, so 1 M events (54 MB) stage faster in the caller than in two processes
 BYTES_PER_PROCESS = 128 << 20
-# rows per Parquet row group: Spark's file splits cut at row groups, so a split's file can feed several tasks
+# rows per Parquet row group at most (each decoder batch of 65 536 events is one): Spark's file splits cut at row
+# groups, so a split's file can feed several tasks
 ROW_GROUP_ROWS = 1 << 17
 
 
