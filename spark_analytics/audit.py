@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from .binlog_source import (
     load_in_driver,
     register,
 )
+from .binlog_stage import Staged, read_staged, stage_events
 from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger
 from .session import SMALL_INPUT_BYTES, start_python_workers
 
@@ -56,9 +59,14 @@ class Inputs:
     events: Any = None  # pyarrow.Table of the binlog's events (statements off); None: the data source reads them
     stats: dict[str, dict[str, int]] | None = None  # file -> {"events", "end", "bytes"} of `events`
     types: frozenset[int] | None = None  # the event types of `events`
+    staged: Staged | None = None  # a larger directory's events staged as Parquet (`binlog_stage`); None: neither
 
 
-def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None) -> Inputs:
+def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
+                   stage: bool = True, driver_bytes: int = SMALL_INPUT_BYTES) -> Inputs:
+    """A binlog directory of at most `driver_bytes` is decoded in the driver; a larger one (`stage`) by worker
+    processes into a temporary Parquet directory (`binlog_stage`, removed by `run_audit`), which Spark's executors
+    must be able to read: local masters. `stage` False: the data source reads it (a cluster)."""
     binlog_dir = Path(binlog_dir).resolve()
     try:
         files = list_files(binlog_dir)
@@ -71,19 +79,32 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
         except BinlogSourceError as e:
             raise AuditError(f"relay logs of replica {name}: {e}") from e
     inputs = Inputs(binlog_dir, files, lf, dict(relay_dirs or {}))
-    if sum(f.stat().st_size for f in files) <= SMALL_INPUT_BYTES:
+    if sum(f.stat().st_size for f in files) <= driver_bytes:
         inputs.events = decode_in_driver(binlog_dir, statements=False).drop_columns(["db", "statement"])
         inputs.stats = arrow_file_stats(inputs.events)
         inputs.types = arrow_event_types(inputs.events)
+    elif stage and files:
+        inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")))
     return inputs
 
 
 def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
               progress: Callable[[str], None] = lambda step: None, inputs: Inputs | None = None) -> AuditResult:
-    """One audit; `inputs`: `prepare_inputs` of the same directories, when the caller already ran it."""
+    """One audit; `inputs`: `prepare_inputs` of the same directories, when the caller already ran it. Staged
+    events (`Inputs.staged`) are removed at its end, also when it fails."""
+    t0 = time.monotonic()
+    if inputs is None:
+        inputs = prepare_inputs(binlog_dir, ledger_dir, relay_dirs)
+    try:
+        return _audit(spark, ledger_dir, progress, inputs, t0)
+    finally:
+        if inputs.staged is not None:
+            shutil.rmtree(inputs.staged.path, ignore_errors=True)
+
+
+def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs: Inputs, t0: float) -> AuditResult:
     from pyspark.sql import functions as F
 
-    t0 = time.monotonic()
     step_seconds: dict[str, float] = {}
     last = [t0]
     report_step = progress
@@ -94,17 +115,22 @@ def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[s
         last[0] = now
         report_step(step)
 
-    if inputs is None:
-        inputs = prepare_inputs(binlog_dir, ledger_dir, relay_dirs)
     binlog_dir, files, lf = inputs.binlog_dir, inputs.files, inputs.ledger
     relays: dict[str, Any] = {}
-    if inputs.relays or inputs.events is None:
+    if inputs.staged is not None and not spark.sparkContext.master.startswith("local"):
+        shutil.rmtree(inputs.staged.path, ignore_errors=True)  # a cluster's executors cannot read the driver's files
+        inputs.staged = None
+    if inputs.relays or (inputs.events is None and inputs.staged is None):
         register(spark)
     for name, d in inputs.relays.items():
         relays[name] = spark.read.format("binlog").load(str(d)).cache()
     if inputs.events is not None:
         E = load_in_driver(spark, binlog_dir, table=inputs.events).cache()
         stats, types = inputs.stats or {}, inputs.types
+    elif inputs.staged is not None:
+        # not cached: Spark's Parquet reader scans only the columns each plan reads, faster than a cache is built
+        E = read_staged(spark, inputs.staged)
+        stats, types = inputs.staged.stats, inputs.staged.types
     else:
         E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir)).drop(
             "db", "statement").cache()

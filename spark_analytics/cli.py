@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         task = bar.add_task("starting Spark", total=len(STEPS) + 1)
         t_start = time.monotonic()
         # the file lists and a small binlog's decoding need no JVM: a second thread does them while the JVM starts
-        inputs = pool.submit(prepare_inputs, args.binlog_dir, args.ledger, relays)
+        # (a larger one is staged as Parquet in a temporary directory: for local masters, whose executors read it)
+        inputs = pool.submit(prepare_inputs, args.binlog_dir, args.ledger, relays,
+                             stage=(args.master or "local").startswith("local"))
         try:
             spark = build_session(args.master, conf=conf, log_file=args.out / "spark.log",
                                   input_size=input_bytes(args.binlog_dir, args.ledger, *relays.values()),

@@ -35,10 +35,14 @@ DEFAULTS: dict[str, str] = {
 }
 # A small one-audit run (the CLI) is mostly JVM warm-up: the C2 compiler's work never pays back within it.
 # Measured on a 20 000-event audit through the CLI (benchmarks/README.md, "Audit scale"): 77-91 -> 53-63 CPU
-# seconds with C1 only. Large inputs keep C2 (their hot loops run for minutes), and so do sessions that run many
-# audits (tests): test_audit.py took 299 s with C2, 329 s with C1.
+# seconds with C1 only. Inputs above C1_INPUT_BYTES keep C2, and so do sessions that run many audits (tests):
+# test_audit.py took 299 s with C2, 329 s with C1.
 SMALL_INPUT_BYTES = 32 << 20
 SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# C1 pays at 1 M events too (72 MB of binlog and ledger): 279 -> 180 CPU s for the in-process audit, the C2
+# compiler threads' work not paid back within a 3-minute run (benchmarks/README.md, "seventh session"). Above this
+# size (10 M events: 0.7 GB) not measured: C2 kept.
+C1_INPUT_BYTES = 256 << 20
 # A small audit's time is Spark jobs and stages, not rows. Adaptive execution runs every shuffle stage as a job of
 # its own and re-plans the whole query after each (the findings of checks 1-5 are one wide plan); without it and
 # with 2 shuffle partitions (the machine's cores), the 20 000-event audit ran 59 jobs, 118 stages, 384 tasks
@@ -212,8 +216,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
                   register_source: bool = True) -> Any:
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
     Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
-    process (the CLI): at most SMALL_INPUT_BYTES starts the driver JVM with C1 only and plans without adaptive
-    execution (SMALL_INPUT_SETTINGS). None (not known; a session
+    process (the CLI): at most C1_INPUT_BYTES starts the driver JVM with C1 only, at most SMALL_INPUT_BYTES plans
+    without adaptive execution (SMALL_INPUT_SETTINGS). None (not known; a session
     that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits. `register_source`
     False: the data source is registered when an audit first reads with it (`run_audit`), not here."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -227,7 +231,7 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or DEFAULT_MASTER)
     settings = {**DEFAULTS, **(conf or {})}
-    if input_size is not None and input_size <= SMALL_INPUT_BYTES and "TieredStopAtLevel" not in settings.get(
+    if input_size is not None and input_size <= C1_INPUT_BYTES and "TieredStopAtLevel" not in settings.get(
             "spark.driver.extraJavaOptions", ""):
         settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
                                                      + SMALL_JVM_OPTIONS).strip()

@@ -562,6 +562,50 @@ def test_binlog_data_source_rows(spark, oracle_scenario: Scenario) -> None:
     assert all((f, s) in by_pos and by_pos[(f, s)].end == e for f, s, e in upstream)
 
 
+def test_staged_events_give_the_rows_and_the_audit_of_the_other_paths(spark, oracle_scenario: Scenario,
+                                                                      tmp_path: Path) -> None:
+    """A binlog directory staged as Parquet by worker processes (`binlog_stage`, the path above the driver-decode
+    threshold) gives exactly the data source's rows (two files, each cut in several splits), its per-file stats
+    and types, and an audit with findings gives the same summary and findings as the driver-decoded path."""
+    import pyarrow as pa
+    from binlogd.spark_analytics.audit import prepare_inputs, run_audit
+    from binlogd.spark_analytics.binlog_source import arrow_event_types, arrow_file_stats, decode_in_driver, list_files
+    from binlogd.spark_analytics.binlog_stage import STAGED, read_staged, stage_events
+
+    sc = oracle_scenario
+    names = [n for n, _, _ in STAGED]
+    want = decode_in_driver(sc.binlog_dir, statements=False).select(names)
+    staged = stage_events(list_files(sc.binlog_dir), tmp_path / "staged", processes=2, split_bytes=700)
+    assert len(list((tmp_path / "staged").glob("*.parquet"))) > 2 * len(sc.files)  # several splits per file
+    assert staged.stats == arrow_file_stats(want) and staged.types == arrow_event_types(want)
+    keys = [("file_index", "ascending"), ("start", "ascending")]
+    got = pa.Table.from_pylist([r.asDict() for r in read_staged(spark, staged).collect()], schema=want.schema)
+    assert got.sort_by(keys).equals(want.sort_by(keys))
+
+    # an audit with findings (a policy count raised, a record deleted: a gap), both ways
+    ledger = tmp_path / "ledger"
+    shutil.copytree(sc.ledger_dir, ledger)
+    (lf,) = sorted(ledger.glob("ledger.*.jsonl"))
+    recs = to_policy_runs(_load(lf))
+    next(r for r in recs if (r.get("policy") or 0) > 0)["policy"] += 1
+    recs.remove([r for r in recs if r["r"] == "ev" and r["action"] == "sent"][5])
+    _save(lf, recs)
+    relays = {str(REPLICA_SID): sc.relay_dir}
+    results = []
+    for driver_bytes in (1 << 30, 0):
+        inputs = prepare_inputs(sc.binlog_dir, ledger, relays, driver_bytes=driver_bytes)
+        assert (inputs.staged is None) == (driver_bytes > 0)
+        r = run_audit(spark, sc.binlog_dir, ledger, relays, inputs=inputs)
+        assert inputs.staged is None or not inputs.staged.path.exists()  # the staged files removed
+        results.append(r)
+    (a, b) = results
+    timing = ("generated_at", "seconds", "step_seconds")
+    assert {k: v for k, v in a.summary.items() if k not in timing} == {
+        k: v for k, v in b.summary.items() if k not in timing}
+    assert a.findings == b.findings and len(a.findings) >= 2 and not a.consistent
+    assert a.timeline == b.timeline
+
+
 # ---- the HTML report, looked at in headless Chromium ---------------------------------------------------------------
 
 
