@@ -1,10 +1,10 @@
 """Python's cyclic garbage collector in binlogd's server process: the start-up heap frozen out of its collections.
 
 A full (generation 2) collection walks every object the process holds, and the event loop stops meanwhile. A relay
-serving 20 replicas stopped 70-86 ms every few seconds (measured, benchmarks/relay_latency.py with C readers), each
+serving 20 replicas stopped 45-86 ms every few seconds (measured, benchmarks/relay_latency.py with C readers), each
 time for the modules, classes and functions imported at start, which are never garbage: every transaction that
 arrived during it reached all 20 replicas that much later, the largest share of the added p99. `gc.freeze()` once
-start-up is done moves them to the permanent generation; the same collection then took 1.4 ms. What is created
+start-up is done moves them to the permanent generation; the same collection then took 0.9-2.1 ms. What is created
 later (connections, caches) is collected as before.
 """
 

@@ -657,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _serve_frozen(cfg: ServeConfig) -> None:
     """`serve(cfg)`, with the start-up heap frozen out of the garbage collector once it has started
-    (binlogd/gc_pauses.py: no 70 ms full collections of the imported modules while it serves)."""
+    (binlogd/gc_pauses.py: no 45-86 ms full collections of the imported modules while it serves)."""
     from binlogd.gc_pauses import freeze_startup_heap
 
     from .app import serve

@@ -144,11 +144,21 @@ class UpstreamRelay:
 
     # --- the loop --------------------------------------------------------------------------------------
     async def _in_writer(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run `fn` in the writer thread. The job counts as in flight until the thread has finished it, even when
+        the caller is cancelled meanwhile (STOP SLAVE): no inline store may run beside it."""
+        loop = asyncio.get_running_loop()
+        job = self._executor.submit(fn, *args)
         self._in_thread += 1
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-        finally:
-            self._in_thread -= 1
+        job.add_done_callback(lambda _: self._job_done(loop))
+        return await asyncio.wrap_future(job)
+
+    def _job_done(self, loop: asyncio.AbstractEventLoop) -> None:
+        """(In the writer thread:) the job is finished; the count goes down on the loop."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing will store inline any more
+            loop.call_soon_threadsafe(self._count_down)
+
+    def _count_down(self) -> None:
+        self._in_thread -= 1
 
     async def _store(self, batch: list[EventRun]) -> None:
         """Store a batch: on the loop when it only appends a little with no thread job in flight, else in the
