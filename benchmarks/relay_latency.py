@@ -283,9 +283,9 @@ class CReaders:
                       for host, port, sid, file, pos in specs]
 
     def wait_ready(self, timeout: float) -> None:
-        for pr in self.procs:  # "ready" once the dump was asked for
+        for pr in self.procs:  # each prints "ready" at its dump's first event
             line = _readline(pr, timeout)
-            if line.strip() != "ready":  # (printed at the dump's first event)
+            if line.strip() != "ready":
                 raise RuntimeError(f"a C reader did not start its dump: {line!r} {pr.stderr.read()[-500:]}")
 
     def results(self) -> dict[int, dict[int, float]]:

@@ -227,7 +227,7 @@ class RelayStorage:
             while p < n:
                 if n - p < HEADER_LEN:
                     return False  # (refused in the writer thread, with its error)
-                typ, length = data[p + 4], int.from_bytes(data[p + 9 : p + 13], "little")
+                _, typ, _, length, _, _ = _HEAD.unpack_from(data, p)
                 if not (_PLAIN[typ] or typ == HEARTBEAT_LOG_EVENT) or length < HEADER_LEN or p + length > n:
                     return False
                 p += length
