@@ -524,6 +524,13 @@ class BinlogStore:
             if not fut.done():
                 fut.set_result(None)
 
+    def add_waiter(self, fut: asyncio.Future[None]) -> None:
+        """Resolve `fut` at the next change (the leader of a group of parked dumps, server/dump/tail.py)."""
+        self._waiters.add(fut)
+
+    def discard_waiter(self, fut: asyncio.Future[None]) -> None:
+        self._waiters.discard(fut)
+
     async def notify(self) -> None:
         """Wake every waiting dump stream (called by sources after an append or a rotation)."""
         self._bump()

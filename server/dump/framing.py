@@ -319,6 +319,7 @@ class Framing:
             cache = self._frames = frames_of(self.store)
             self._pkey = _policy_key(self.policy)
         gstate = (self._gtid, self._chain)  # the ledger's group tracking
+        self._turn = (ino, pos, length)  # what a leader's followers look up after its turn (tail.py)
         return cache, (self.store.generation, ino, pos, length, self.seq, self._pkey, self.alg, gstate)
 
     def _take_framed(self, hit: FramedChunk, pos: int) -> tuple[int, bytes | bytearray]:

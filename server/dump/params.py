@@ -65,6 +65,7 @@ class DumpStats:
     begins: int = 0
     fakes: int = 0
     heartbeats: int = 0
+    fan_ins: int = 0  # turns a parked group's leader took for this dump (server/dump/tail.py)
     end_reason: str = ""
     close_reason: str = ""  # the ledger's close reason: eof, client_gone, killed, error, shutdown
     started_at: float = field(default_factory=time.monotonic)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -61,6 +62,7 @@ from .framing import _LEN, Blocks, FramedChunk, Framing, frames_of
 from .params import DumpError, DumpParams, DumpStats, Writer
 from .records import LedgerRecords
 from .start import StartResolution
+from .tail import Tailing
 
 KILL_QUERY = 0  # kill()'s code for KILL QUERY: an EOF, no ERR
 
@@ -124,7 +126,7 @@ WRITE_SLICE = 32 << 10  # most handed to asyncio's transport at once (it copies 
 ACKS_ASKED = 4096  # semi-sync: ack requests remembered per dump (an ack for an older one is ignored)
 
 
-class DumpStream(Framing, LedgerRecords, StartResolution):
+class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
     """Serves one COM_BINLOG_DUMP; `run()` returns when the dump ends (EOF, error, kill, peer gone)."""
 
     running = 0  # dumps running in this process (how much of a file each may frame at once: `_chunk`)
@@ -193,6 +195,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
         self.tc: TranscodingWriter | None = None  # checksum transcoding (server/transcode.py), set by _serve
         self._tc_start = (params.pos, 0, params.pos)  # first file: file position, events before it, stream position
         self._whole = False  # writes go whole to the transport (`_write`; set when the dump runs, from its loop)
+        self._fan_fd: int | None = None  # the socket's descriptor for the fan-out's writes (`_raw_fd`)
         self.fast_loop = True  # the C loop when it is built (tests turn it off to compare with the Python loop)
         self._gtid_sent = Action.SEND in (t.lookup(GTID_EVENT, 0, False), t.lookup(GTID_EVENT, 0, True),
                                           t.lookup(GTID_EVENT, 0x8000, False), t.lookup(GTID_EVENT, 0x8000, True))
@@ -351,6 +354,47 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
                 await w.drain()
         self._boundary_seq = self.seq
 
+    def _fan_in_eligible(self) -> bool:
+        """Can a group's leader serve this dump (tail.py)? Its framing comes from the shared frame cache and goes whole
+        to a plain socket writer: no transcoding or fault stage, no partial event pending, a blocking dump, room in
+        the ledger (else its own turn waits for it)."""
+        return (self.tc is None and self.fault is None and not self._need and not self.p.non_blocking
+                and self._shares_frames() and type(self.writer) is asyncio.StreamWriter
+                and (self.ledger is None or not self.ledger.full))
+
+    def _writable(self, size: int) -> bool:
+        """Can `size` framed bytes go to the socket at once, as `_write` would send them without waiting? Only when
+        the transport holds nothing (a reader that has not taken the last bytes gets its own turn, which drains) and
+        `_write` would not slice them."""
+        transport = self.writer.transport
+        return (not transport.is_closing() and not transport.get_write_buffer_size()
+                and (size <= WRITE_SLICE or self._whole or DumpStream.running <= FEW_DUMPS))
+
+    def _raw_fd(self) -> int:
+        """The socket's descriptor for the fan-out's own writes (tail.py), or -1: through --tls the bytes must go
+        through the transport (it encrypts)."""
+        fd = self._fan_fd
+        if fd is None:
+            transport = self.writer.transport
+            sock = transport.get_extra_info("socket")
+            fd = -1 if sock is None or transport.get_extra_info("ssl_object") is not None else sock.fileno()
+            self._fan_fd = fd
+        return fd
+
+    def _write_now(self, data: bytes | bytearray, written: int) -> None:
+        """`_write` for a fan-in (`_writable` checked), of which the fan-out wrote `written` bytes to the socket
+        itself (-errno: it failed): the same counts, the rest to the transport, no drain. A socket whose send
+        failed (the peer went away, or an unknown state) is closed: its bytes are never written twice."""
+        self.stats.bytes_sent += len(data)
+        self.stats.last_event_at = time.monotonic()
+        transport = self.writer.transport
+        if written < 0 and written != -errno.EAGAIN:
+            log.info("%s replica went away: %s", self.label, os.strerror(-written))
+            transport.abort()
+        elif written < len(data):
+            transport.write(memoryview(data)[written:] if written > 0 else data)
+        self._boundary_seq = self.seq
+
     def _start_transcoding(self) -> None:
         """Checksum transcoding for this client (server/transcode.py): a stage that rewrites what the dump writes."""
         p = self.p
@@ -462,11 +506,18 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
 
     async def _stream(self, fd: int, name: str, pos: int) -> None:
         """Send the events of `name` from `pos`; returns at the end of a closed file (or a non-blocking end)."""
-        store = self.store
         self.pos = pos
         ino = os.fstat(fd).st_ino
+        try:
+            await self._stream_from(fd, name, ino, pos)
+        finally:
+            self._wake_followers()  # (a leader that ends before its turn framed: its group takes turns of its own)
+
+    async def _stream_from(self, fd: int, name: str, ino: int, pos: int) -> None:
+        store = self.store
         final = False  # seen rotated: the whole file is readable
         while True:
+            self._turn = None
             version = store.version  # before the read: a change after it must wake the wait below
             cap = None if final else store.published_end(name)  # binlogd's own writer: only what it published
             end = os.fstat(fd).st_size if cap is None else cap
@@ -484,6 +535,8 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             else:
                 consumed, framed = await self._frame_chunk(ino, data, pos) if data else (0, b"")
             del data  # the shared block is not held while the packets are written
+            if self._followers is not None:  # woken as a group's leader: the group takes this framing (tail.py)
+                self._serve_followers(pos)
             if framed:
                 await self._write(framed)  # records of these bytes were handed over with them
             del framed
@@ -520,7 +573,8 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
                 self._done = True
                 return
             await self._maybe_sync_position()
-            await self._wait(version, name, pos + tail)
+            if await self._wait(version, name, pos + tail, ino):
+                pos = self.pos  # a group's leader moved it on meanwhile (tail.py)
 
     def _last_byte_read(self, fd: int, failed_at: int, size: int) -> int:
         """Where MariaDB's dump thread would say it stopped reading this file (its IO_CACHE replayed)."""
@@ -626,21 +680,34 @@ class DumpStream(Framing, LedgerRecords, StartResolution):
             return blk[off:] + nxt[:want - (len(blk) - off)]
         return await self._read_at(fd, pos, want)
 
-    async def _wait(self, version: int, name: str, known_end: int) -> None:
-        """Wait for the store to change; heartbeat every period while nothing arrives."""
+    async def _wait(self, version: int, name: str, known_end: int, ino: int) -> bool:
+        """Wait for the store to change; heartbeat every period while nothing arrives. At the published end of the
+        active file the dump parks in its group (tail.py), whose leader may move it on meanwhile: True then (its
+        position is `self.pos`)."""
         period = self.p.heartbeat_ns / 1e9 if self.p.heartbeat_ns > 0 else None
+        moved = False
         while True:
             if self.store.version != version or not self.store.is_active(name):
-                return
-            new = await self.store.wait_change(version, period)
-            if new != version or self.store.end_of(name) > known_end:
-                return
+                return moved
+            at = self.pos
+            key = self._tail_key(ino, at) if at == known_end and self.store.published_end(name) == at else None
+            if key is None:
+                new = await self.store.wait_change(version, period)
+                if new != version or self.store.end_of(name) > known_end:
+                    return moved
+            else:
+                due = await self._park(key, period)
+                moved = moved or self.pos != at
+                if not due or self.store.end_of(name) > self.pos:
+                    return moved
             if period is not None and self.store.is_active(name):
                 self._put_event(heartbeat(self.server_id, name, self.pos, self.alg == BINLOG_CHECKSUM_ALG_CRC32))
                 self.stats.heartbeats += 1
                 last = self.stats.last_event_at
                 await self._flush()
                 self.stats.last_event_at = last
+            if moved:
+                return moved
 
     async def _maybe_sync_position(self) -> None:
         """binlogd extension: when the last events before the end were withheld, a fake GTID_LIST with
