@@ -15,10 +15,11 @@ exactly as before: what a dump sends and records is what its own turn would have
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import weakref
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..binlog.store import BinlogStore
 
@@ -30,6 +31,8 @@ except ImportError:  # pragma: no cover - a build without a C compiler
 if TYPE_CHECKING:
     from .framing import FrameCache, FramedChunk
 
+T = TypeVar("T")
+log = logging.getLogger("binlogd.dump")
 Group = list[Any]  # the parked dumps of one state, the first the one the store wakes
 
 _ROOMS: weakref.WeakKeyDictionary[BinlogStore, TailRoom] = weakref.WeakKeyDictionary()
@@ -205,21 +208,39 @@ class Tailing:
             return
         ino, _, length = turn
         taken: list[tuple[Tailing, bytes | bytearray]] = []
-        for f in tuple(followers):
-            fut = f._park_fut
-            if fut is None or fut.done():
-                continue
-            framed = f._fan_take(ino, pos, length)
-            if framed is None:
-                f._wake_parked()
-            else:
-                taken.append((f, framed))
-        if not taken:
-            return
-        send_all(taken)
-        for f, _ in taken:
-            if not f._fan_settle(ino):
-                f._wake_parked()
+        try:
+            for f in tuple(followers):
+                fut = f._park_fut
+                if fut is None or fut.done():
+                    continue
+                framed = f._guarded(f._fan_take, ino, pos, length)
+                if framed is None:
+                    f._wake_parked()
+                else:
+                    taken.append((f, framed))
+            if taken:
+                send_all(taken)
+                for f, _ in taken:
+                    if not f._guarded(f._fan_settle, ino):
+                        f._wake_parked()
+        except BaseException:  # (a bug in the C helper's call): their state is unknown, their connections end
+            log.exception("the fan-out failed; closing the connections it was writing to")
+            for f, _ in taken:
+                f.writer.transport.abort()
+            raise
+        finally:
+            for f in tuple(followers):  # none is left parked where no leader will come (never an idle replica)
+                if f._park_group is followers:
+                    f._wake_parked()
+
+    def _guarded(self, step: Callable[..., T], *args: Any) -> T | None:
+        """A fan-out step for this dump; a bug in it ends this dump's connection (logged), not the leader's."""
+        try:
+            return step(*args)
+        except Exception:
+            log.exception("%s the fan-out failed for this dump; closing its connection", self.label)
+            self.writer.transport.abort()
+            return None
 
     def _fan_take(self, ino: int, pos: int, length: int) -> bytes | bytearray | None:
         """Take the framing of the chunk (`ino`, `pos`, `length`) another dump's turn just made, as this dump's own
@@ -256,3 +277,5 @@ class Tailing:
     _done: bool
     sent_upto: int
     stats: Any
+    writer: Any
+    label: str
