@@ -220,3 +220,23 @@ def test_parked_dumps_keep_their_heartbeat_period(tmp_path: Path) -> None:
         assert all(3 <= n <= 6 for n in after), after
 
     asyncio.run(run())
+
+
+def test_gtid_state_at_goes_on_from_its_last_scan(tmp_path: Path) -> None:
+    """`gtid_state_at` keeps the state at the furthest boundary it reached (dumps that start together at the end
+    of a big file scan it once): every answer equals a fresh store's, in any order of positions, boundary or not."""
+    head, groups = _groups(copies=3)
+    st, store = _relay(tmp_path)
+    st.feed([_fake_rotate(4) + b"".join(head)])
+    ends = []
+    for g in groups:
+        st.feed([b"".join(g)])
+        ends.append(store.end_of(NAME))
+    positions = [ends[5], ends[9], ends[9], ends[2], ends[-1], ends[9] + 1, ends[-1] - 1, 4, ends[20], ends[-1]]
+    for pos in positions:
+        fresh = BinlogStore(store.directory).gtid_state_at(NAME, pos)
+        got = store.gtid_state_at(NAME, pos)
+        assert (got is None) == (fresh is None), pos
+        if got is not None and fresh is not None:
+            assert got.as_list() == fresh.as_list(), pos
+    assert store.gtid_state_at(NAME, ends[3]).as_list() != store.gtid_state_at(NAME, ends[-1]).as_list()
