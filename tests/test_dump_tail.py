@@ -240,3 +240,82 @@ def test_gtid_state_at_goes_on_from_its_last_scan(tmp_path: Path) -> None:
         if got is not None and fresh is not None:
             assert got.as_list() == fresh.as_list(), pos
     assert store.gtid_state_at(NAME, ends[3]).as_list() != store.gtid_state_at(NAME, ends[-1]).as_list()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_parked_tls_dumps_are_written_through_their_transports(tmp_path: Path, loop: str) -> None:
+    """Through TLS the fan-out must not write to the socket itself (the transport encrypts): parked TLS dumps get
+    the same events, and the fan-out still serves them (on both loops binlogd serves with)."""
+    import ssl
+
+    import uvloop
+
+    from tests.tlsca import make_certs
+
+    certs = make_certs(tmp_path / "certs")
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(certs.cert, certs.key)
+    client_ctx = ssl.create_default_context(cafile=str(certs.ca))
+    head, groups = _groups(copies=4)
+
+    async def run() -> None:
+        st, store = _relay(tmp_path)
+        store.bind_loop(asyncio.get_running_loop())
+        st.feed([_fake_rotate(4) + b"".join(head)])
+        dumps: list[DumpStream] = []
+        tasks: list[asyncio.Task[None]] = []
+        writers: list[asyncio.StreamWriter] = []
+
+        async def serve(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            dump = DumpStream(store, writer, 1, _params(4, False, True))
+            dumps.append(dump)
+            writers.append(writer)
+            tasks.append(asyncio.current_task())  # type: ignore[arg-type]
+            await dump.run()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        received = [bytearray() for _ in range(3)]
+
+        async def read(i: int) -> None:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_ctx,
+                                                           server_hostname="127.0.0.1")
+            try:
+                while chunk := await reader.read(1 << 16):
+                    received[i] += chunk
+            except (ConnectionError, ssl.SSLError):
+                pass
+            finally:
+                writer.close()
+
+        readers = [asyncio.create_task(read(i)) for i in range(3)]
+        for _ in range(500):
+            if len(dumps) == 3 and all(d.pos == store.end_of(NAME) for d in dumps):
+                break
+            await asyncio.sleep(0.01)
+        for g in groups:
+            st.feed([b"".join(g)])
+            await asyncio.sleep(0.002)
+        end = store.end_of(NAME)
+        for _ in range(500):
+            if all(d.pos == end and not w.transport.get_write_buffer_size() for d, w in zip(dumps, writers,
+                                                                                              strict=True)):
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        assert sum(d.stats.fan_ins for d in dumps) > len(groups)
+        assert all(d._raw_fd() == -1 for d in dumps)
+        for t in tasks:
+            t.cancel()
+        for w in writers:
+            w.close()
+        await asyncio.gather(*readers, return_exceptions=True)
+        server.close()
+        want = await _alone(store, 4, False)
+        for r in received:
+            assert _events(bytes(r)) == want
+
+    if loop == "uvloop":
+        uvloop.run(run())
+    else:
+        asyncio.run(run())
