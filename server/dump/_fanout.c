@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <linux/io_uring.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,6 +32,9 @@ static pid_t ring_pid;    /* the process that made the ring (a forked child make
 static unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
 static struct io_uring_sqe *sqes;
 static struct io_uring_cqe *cqes;
+/* the ring is one per process: calls from several threads take turns (binlogd calls it from its loop's thread;
+ * the GIL is released while the sends run, so the ledger's writer thread formats meanwhile) */
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int ring_setup(void)
 {
@@ -122,7 +126,7 @@ static int ring_send(int n, const int *fds, Py_buffer *views, long *res)
     return 0;
 }
 
-static PyObject *send_many(PyObject *self, PyObject *args)
+static PyObject *send_many(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *fds_obj, *bufs_obj;
     if (!PyArg_ParseTuple(args, "OO:send_many", &fds_obj, &bufs_obj))
@@ -147,10 +151,6 @@ static PyObject *send_many(PyObject *self, PyObject *args)
     out = PyList_New(n);
     if (out == NULL)
         goto done;
-    if (ring_fd == -2 || (ring_fd >= 0 && ring_pid != getpid())) {
-        ring_fd = ring_setup();
-        ring_pid = getpid();
-    }
     for (Py_ssize_t start = 0; start < n; start += RING_ENTRIES) {
         int m = (int)((n - start) < RING_ENTRIES ? (n - start) : RING_ENTRIES);
         int held = 0;
@@ -168,6 +168,12 @@ static PyObject *send_many(PyObject *self, PyObject *args)
             Py_CLEAR(out);
             goto done;
         }
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&ring_lock);
+        if (ring_fd == -2 || (ring_fd >= 0 && ring_pid != getpid())) {
+            ring_fd = ring_setup();
+            ring_pid = getpid();
+        }
         if (ring_fd < 0 || ring_send(m, fds, views, res) < 0) {
             ring_fd = -1;
             for (int i = 0; i < m; i++) {
@@ -175,6 +181,8 @@ static PyObject *send_many(PyObject *self, PyObject *args)
                 res[i] = r < 0 ? -errno : (long)r;
             }
         }
+        pthread_mutex_unlock(&ring_lock);
+        Py_END_ALLOW_THREADS
         for (int i = 0; i < m; i++) {
             PyBuffer_Release(&views[i]);
             PyObject *v = PyLong_FromLong(res[i]);
@@ -191,12 +199,14 @@ done:
     return out;
 }
 
-static PyObject *using_io_uring(PyObject *self, PyObject *unused)
+static PyObject *using_io_uring(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
+    pthread_mutex_lock(&ring_lock);
     if (ring_fd == -2 || (ring_fd >= 0 && ring_pid != getpid())) {
         ring_fd = ring_setup();
         ring_pid = getpid();
     }
+    pthread_mutex_unlock(&ring_lock);
     return PyBool_FromLong(ring_fd >= 0);
 }
 
