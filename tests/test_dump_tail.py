@@ -319,3 +319,29 @@ def test_parked_tls_dumps_are_written_through_their_transports(tmp_path: Path, l
         uvloop.run(run())
     else:
         asyncio.run(run())
+
+
+def test_a_leader_cancelled_after_a_change_hands_it_on(tmp_path: Path) -> None:
+    """A group's leader whose connection ends right after a change (before its turn) must not leave the change
+    unseen: the next member leads at once (no heartbeat, no later change needed)."""
+    head, groups = _groups(copies=1)
+
+    async def run() -> None:
+        st, store = _relay(tmp_path)
+        store.bind_loop(asyncio.get_running_loop())
+        st.feed([_fake_rotate(4) + b"".join(head)])
+        clients = [Client(store, _params(4, False, True)) for _ in range(3)]
+        for c in clients:
+            await c.start()
+        await _caught_up(clients, store.end_of(NAME))
+        await asyncio.sleep(0.05)
+        leaders = [c for c in clients if c.dump._park_fut is not None and c.dump._park_fut in store._waiters]
+        assert len(leaders) == 1, [c.dump._park_fut for c in clients]
+        st.feed([b"".join(groups[0])])  # the change's wake-up is queued on the loop ...
+        leaders[0].task.cancel()  # ... and the leader's connection ends before its turn
+        others = [c for c in clients if c is not leaders[0]]
+        await _caught_up(others, store.end_of(NAME))
+        for c in clients:
+            await c.stop()
+
+    asyncio.run(run())

@@ -182,7 +182,11 @@ class Tailing:
             if not group:
                 del room.groups[self._park_key]
             elif i == 0:
-                self.store.add_waiter(group[0]._park_fut)
+                nxt = group[0]
+                if self.store.version != nxt._park_version:
+                    nxt._wake_parked()  # a change it has not seen (the leader was cancelled after it): lead now
+                else:
+                    self.store.add_waiter(nxt._park_fut)
 
     def _wake_parked(self) -> None:
         """End this dump's parking: it takes its own turn."""
