@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -147,13 +148,26 @@ async def _alone(store: BinlogStore, cap: int, skip: bool) -> list[bytes]:
     return _events(bytes(sink.data))
 
 
-@pytest.mark.parametrize("send_many", ["io_uring", "transport"])
+@pytest.fixture
+def no_io_uring() -> Iterator[None]:
+    from binlogd.server.dump import _fanout
+
+    _fanout.set_io_uring(False)
+    try:
+        yield
+    finally:
+        _fanout.set_io_uring(True)
+
+
+@pytest.mark.parametrize("send_many", ["io_uring", "send loop", "transport"])
 def test_parked_dumps_get_what_their_own_turns_send(tmp_path: Path, send_many: str,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    request: pytest.FixtureRequest) -> None:
+    assert tail_mod.send_many is not None, "the C fan-out helper (server/dump/_fanout.c) is not built"
     if send_many == "transport":
         monkeypatch.setattr(tail_mod, "send_many", None)
-    else:
-        assert tail_mod.send_many is not None, "the C fan-out helper (server/dump/_fanout.c) is not built"
+    elif send_many == "send loop":
+        request.getfixturevalue("no_io_uring")
     head, groups = _groups()
     assert len(groups) > 400 and sum(len(e) for g in groups for e in g) > 100_000
 

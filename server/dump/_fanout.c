@@ -10,7 +10,8 @@
  * send_many(fds, bufs) -> list[int]: for each i, bytes of bufs[i] written to fds[i] (MSG_DONTWAIT: a full socket
  * buffer writes less, the caller queues the rest behind it), -EAGAIN (nothing written) or another -errno (the
  * socket failed, or, should the ring fail after its submission, -EIO: what was written is unknown, so the caller
- * must close the connection, never write the bytes again). using_io_uring() -> bool.
+ * must close the connection, never write the bytes again). using_io_uring() -> bool; set_io_uring(bool) (tests and
+ * comparisons: the loop of send() instead).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -210,9 +211,24 @@ static PyObject *using_io_uring(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(u
     return PyBool_FromLong(ring_fd >= 0);
 }
 
+static PyObject *set_io_uring(PyObject *Py_UNUSED(self), PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    pthread_mutex_lock(&ring_lock);
+    if (!on && ring_fd >= 0 && ring_pid == getpid()) {
+        close(ring_fd);  /* (its mappings stay: a few pages, once) */
+    }
+    ring_fd = on ? -2 : -1;
+    pthread_mutex_unlock(&ring_lock);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"send_many", send_many, METH_VARARGS, "send_many(fds, bufs) -> list of bytes written or -errno per socket"},
     {"using_io_uring", using_io_uring, METH_NOARGS, "Whether send_many submits through io_uring"},
+    {"set_io_uring", set_io_uring, METH_O, "set_io_uring(False): send in a loop (tests, comparisons); True: try it"},
     {NULL, NULL, 0, NULL},
 };
 
