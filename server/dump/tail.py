@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import weakref
 from collections.abc import Callable, Hashable
@@ -24,9 +25,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..binlog.store import BinlogStore
 
 try:  # the fan-out's writes in one io_uring submission (server/dump/_fanout.c); without it, one write per socket
-    from ._fanout import send_many
+    from ._fanout import send_many, set_io_uring
 except ImportError:  # pragma: no cover - a build without a C compiler
     send_many = None
+else:
+    if os.environ.get("BINLOGD_NO_IO_URING"):  # comparisons: the same sends, one system call each
+        set_io_uring(False)
 
 if TYPE_CHECKING:
     from .framing import FrameCache, FramedChunk
