@@ -75,11 +75,6 @@ def send_all(taken: list[tuple[Tailing, bytes | bytearray]]) -> None:
         f._write_now(framed, written.get(i, 0))
 
 
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
 class Tailing:
     """The parking side of a DumpStream (mixed into it): park, lead, fan out."""
 
