@@ -13,13 +13,14 @@ import contextlib
 import functools
 import logging
 import os
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg, scan
+from binlogd.protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg, scan
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_MAGIC,
@@ -285,6 +286,7 @@ def _head_span(data: bytes) -> int:
 
 
 STATES_AT = 8  # files whose GTID state at a position `gtid_state_at` keeps
+_TYPE_LEN = struct.Struct("<4xB4xI")  # type and event_length of an event header
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -436,19 +438,27 @@ class BinlogStore:
             self._heads[name] = h
         return h
 
-    def _add_gtids(self, name: str, start: int, end: int, state: BinlogState) -> list[int]:
-        """Add the GTIDs of the whole events in [start, end) of `name` to `state`; return those events' ends."""
+    def _add_gtids(self, name: str, start: int, end: int, state: BinlogState) -> int:
+        """Add the GTIDs of the whole events in [start, end) of `name` to `state`; return where the last of them ends
+        (`start` when none is whole). A walk over the headers that keeps nothing per event: an object per event of a
+        45 MB file (240 000) made the collector walk them all, 35-67 ms with the GIL held."""
         if end <= start:
-            return []
+            return start
         with open(self.path(name), "rb") as f:
             f.seek(start)
             data = f.read(end - start)
-        events = scan(data, 0).events
-        for ev in events:
-            if ev.type_code == GTID_EVENT and ev.length >= HEADER_LEN + 13:
-                d, s, n, _ = peek_gtid(data, ev.pos)
-                state.update(Gtid(d, s, n))
-        return [start + ev.end for ev in events]
+        peek, p, n = _TYPE_LEN.unpack_from, 0, len(data)
+        while n - p >= HEADER_LEN:
+            typ, length = peek(data, p)
+            if check_event_length(length) is not None:
+                raise BinlogFormatError(f"bogus event length {length} at {start + p}")
+            if p + length > n:
+                break
+            if typ == GTID_EVENT and length >= HEADER_LEN + 13:
+                d, sid, seq, _ = peek_gtid(data, p)
+                state.update(Gtid(d, sid, seq))
+            p += length
+        return start + p
 
     def _head_state(self, name: str) -> tuple[BinlogState, int]:
         """The state a file starts with (its GTID_LIST) and where its events start."""
@@ -470,9 +480,9 @@ class BinlogStore:
                 state, start = self._head_state(name)
             else:
                 _, start, state = cached
-            ends = self._add_gtids(name, start, end, state)
+            last = self._add_gtids(name, start, end, state)
             # a file whose head is not complete yet may still get its GTID_LIST: not cached then
-            self._state_cache = (name, ends[-1] if ends else start, state) if self.head(name).complete else None
+            self._state_cache = (name, last, state) if self.head(name).complete else None
             return state.copy()
 
     def gtid_state_at(self, name: str, pos: int) -> BinlogState | None:
@@ -486,13 +496,13 @@ class BinlogStore:
                 start, state = cached[0], cached[1].copy()
             else:
                 state, start = self._head_state(name)
-            ends = self._add_gtids(name, start, pos, state)
+            last = self._add_gtids(name, start, pos, state)
             if self.head(name).complete:  # (an event boundary: where the next call may go on from)
                 self._states_at.pop(name, None)
-                self._states_at[name] = (ends[-1] if ends else start, state.copy())
+                self._states_at[name] = (last, state.copy())
                 while len(self._states_at) > STATES_AT:
                     del self._states_at[next(iter(self._states_at))]
-        if pos not in (BIN_LOG_HEADER_SIZE, start) and (not ends or ends[-1] != pos):
+        if pos not in (BIN_LOG_HEADER_SIZE, start) and last != pos:
             return None
         return state
 
