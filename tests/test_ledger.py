@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from binlogd.server.ledger import Ledger, LedgerError, file_name, scan_directory
+from binlogd.server.ledger import NULL, SHORT_BATCH, Ledger, LedgerError, ev_lines, file_name, jstr, scan_directory
 
 from tests.harness import REPO_ROOT
 from tests.oracle_data import oracle_dir
@@ -200,3 +200,18 @@ def test_ev_line_is_json_for_any_file_name() -> None:
         rec = json.loads(ev_line(3, 2, 1, (fj, 4, 256, 1, 252, "sent", "null", 15, 0, "null", 252, 0)))
         assert rec["file"] == name and (rec["seq"], rec["conn"], rec["start"], rec["type"]) == (3, 2, 4, 15)
         assert ev_line(3, 2, 1, (fj, 4, 4, 1, 0, "fake", '"rotate"', 4, 32, "null", 47, 0)).isascii()
+
+
+def test_short_and_long_batches_give_the_same_lines() -> None:
+    """`ev_lines` formats a short batch through the cache of formatted records and a long one in bulk: the lines
+    are the same JSON, equal records of other connections included."""
+    recs = [(jstr("mysql-bin.000003"), 4 + 300 * i, 304 + 300 * i, i % 3 + 1, 300, ("sent", "hole", "dummy")[i % 3],
+             NULL if i % 2 else jstr("capability"), 16 if i % 4 == 0 else NULL, 0 if i % 4 == 0 else NULL,
+             jstr(f"0-1-{i}") if i % 5 == 0 else NULL, 300 - (i % 3 == 1) * 300, i % 2) for i in range(9)]
+    long = list(ev_lines(10, 3, 1234, recs))
+    short = [line for i in range(0, len(recs), SHORT_BATCH)
+             for line in ev_lines(10 + i, 3, 1234, recs[i : i + SHORT_BATCH])]
+    assert len(recs) > SHORT_BATCH and short == long
+    again = list(ev_lines(10, 4, 99, recs[:1]))  # the same record for another connection, from the cache
+    assert json.loads(again[0]) == {**json.loads(long[0]), "conn": 4, "ts_us": 99}
+    assert [json.loads(x)["seq"] for x in long] == list(range(10, 19))
