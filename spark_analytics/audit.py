@@ -21,7 +21,7 @@ from .binlog_source import (
     register,
 )
 from .binlog_stage import Staged, read_staged, stage_events
-from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger
+from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger, stage_ledger
 from .session import SMALL_INPUT_BYTES, start_python_workers
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
@@ -60,13 +60,24 @@ class Inputs:
     stats: dict[str, dict[str, int]] | None = None  # file -> {"events", "end", "bytes"} of `events`
     types: frozenset[int] | None = None  # the event types of `events`
     staged: Staged | None = None  # a larger directory's events staged as Parquet (`binlog_stage`); None: neither
+    staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
+
+    def remove_staged(self) -> None:
+        """Remove the staged Parquet directories (the audit's end, or a master whose executors cannot read them)."""
+        if self.staged is not None:
+            shutil.rmtree(self.staged.path, ignore_errors=True)
+            self.staged = None
+        if self.staged_ledger is not None:
+            shutil.rmtree(self.staged_ledger, ignore_errors=True)
+            self.staged_ledger = None
 
 
 def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
                    stage: bool = True, driver_bytes: int = SMALL_INPUT_BYTES) -> Inputs:
     """A binlog directory of at most `driver_bytes` is decoded in the driver; a larger one (`stage`) by worker
     processes into a temporary Parquet directory (`binlog_stage`, removed by `run_audit`), which Spark's executors
-    must be able to read: local masters. `stage` False: the data source reads it (a cluster)."""
+    must be able to read: local masters. `stage` False: the data source reads it (a cluster). With `stage`, the
+    ledger too when pyarrow parses it strictly (`ledger.stage_ledger`)."""
     binlog_dir = Path(binlog_dir).resolve()
     try:
         files = list_files(binlog_dir)
@@ -85,21 +96,22 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
         inputs.types = arrow_event_types(inputs.events)
     elif stage and files:
         inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")))
+    if stage:
+        inputs.staged_ledger = stage_ledger(lf)
     return inputs
 
 
 def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
               progress: Callable[[str], None] = lambda step: None, inputs: Inputs | None = None) -> AuditResult:
     """One audit; `inputs`: `prepare_inputs` of the same directories, when the caller already ran it. Staged
-    events (`Inputs.staged`) are removed at its end, also when it fails."""
+    events and ledger (`Inputs.staged`, `Inputs.staged_ledger`) are removed at its end, also when it fails."""
     t0 = time.monotonic()
     if inputs is None:
         inputs = prepare_inputs(binlog_dir, ledger_dir, relay_dirs)
     try:
         return _audit(spark, ledger_dir, progress, inputs, t0)
     finally:
-        if inputs.staged is not None:
-            shutil.rmtree(inputs.staged.path, ignore_errors=True)
+        inputs.remove_staged()
 
 
 def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs: Inputs, t0: float) -> AuditResult:
@@ -117,9 +129,8 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
 
     binlog_dir, files, lf = inputs.binlog_dir, inputs.files, inputs.ledger
     relays: dict[str, Any] = {}
-    if inputs.staged is not None and not spark.sparkContext.master.startswith("local"):
-        shutil.rmtree(inputs.staged.path, ignore_errors=True)  # a cluster's executors cannot read the driver's files
-        inputs.staged = None
+    if not spark.sparkContext.master.startswith("local"):
+        inputs.remove_staged()  # a cluster's executors cannot read the driver's files
     if inputs.relays or (inputs.events is None and inputs.staged is None):
         register(spark)
     for name, d in inputs.relays.items():
@@ -147,7 +158,7 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
                                            f"binlog file ends with {size - stats[n]['end']} bytes that are not a whole "
                                            "event (torn tail, or being written)"))
     progress("binlog")
-    L = read_ledger(spark, lf)
+    L = read_ledger(spark, lf, inputs.staged_ledger)
     progress("ledger")
     data = checks.AuditData(spark=spark, events=E, ledger=L, files=names, file_stats=stats, binlog_dir=binlog_dir,
                             torn=lf.torn, relays=relays, event_types=types)

@@ -737,7 +737,10 @@ def check_rules(data: AuditData) -> list[tuple]:
     EXP = expected_filtered(data).select("conn", "file", "start", F.col("end").alias("ev_end"), "type", "flagged",
                                          "expected", "c_capability", "c_skip", "c_compat", "t_why")
     NS = withheld_events(data).select("conn", "file", "start", "action", "why", F.col("type").alias("r_type"))
-    J = NS.join(EXP, ["conn", "file", "start"], "full_outer")
+    # checkpointed (lazily, filled in the findings job): its two readers below prune different columns, so each
+    # planned the full outer join of every withheld and every expected event again (two shuffles each side)
+    J = NS.join(EXP, ["conn", "file", "start"], "full_outer").localCheckpoint(eager=False)
+    data.cached.append(J)
     tname = F.coalesce(F.col("type"), F.col("r_type"))
     # "sent as-is" only where a plain `sent` record covers the event: an event no record covers is check 1's gap,
     # one inside a policy run that did not fit the binlog (left unexpanded) is check 1's finding on that run
@@ -882,7 +885,9 @@ def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any
     content = (events_fi(data).filter(~F.col("type").isin(*_METADATA_TYPES))
                .select("trx", "fi", "start", "end"))
     pairs = with_conn(data, FC.select("conn", "trx"), ("start_fi", "start_pos", "end_fi", "end_pos"))
-    n_in = pairs.join(content, "trx").filter(in_range(F)).groupBy("conn", "trx").agg(F.count("*").alias("n_in"))
+    # the withheld transactions broadcast: a sort-merge join would shuffle every content event by trx
+    n_in = content.join(F.broadcast(pairs), "trx").filter(in_range(F)).groupBy("conn", "trx").agg(
+        F.count("*").alias("n_in"))
     J = FC.join(n_in, ["conn", "trx"], "left").filter(F.coalesce(F.col("n_in"), F.lit(0)) != F.col("n_filt"))
     out.append(J.select(F.lit(5).alias("check"), F.lit("error").alias("severity"),
                         F.col("conn").cast("bigint").alias("connection_id"), F.col("first.file").alias("file"),

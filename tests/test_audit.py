@@ -606,6 +606,35 @@ def test_staged_events_give_the_rows_and_the_audit_of_the_other_paths(spark, ora
     assert a.timeline == b.timeline
 
 
+
+def test_staged_ledger_gives_the_rows_of_spark_json_read(spark, oracle_scenario: Scenario, tmp_path: Path) -> None:
+    """The ledger staged as Parquet by pyarrow (`stage_ledger`, in the CLI's input thread) gives exactly the rows of
+    Spark's JSON reader; a ledger pyarrow would read otherwise than Spark (a number where the schema has a string,
+    which Spark turns into text; a blank line; two objects on one line; a float count; a key named like the
+    corrupt-record column; a torn tail) is not staged (None): Spark reads the JSON, as before."""
+    from binlogd.spark_analytics.ledger import ledger_files, read_ledger, stage_ledger
+
+    ledger = tmp_path / "ledger"
+    shutil.copytree(oracle_scenario.ledger_dir, ledger)
+    (f,) = sorted(ledger.glob("ledger.*.jsonl"))
+    _save(f, to_policy_runs(_load(f)))  # runs as binlogd writes them now
+    lf = ledger_files(ledger)
+    staged = stage_ledger(lf, tmp_path / "staged")
+    assert staged is not None and list(staged.glob("*.parquet"))
+    want, got = read_ledger(spark, lf), read_ledger(spark, lf, staged)
+    assert got.schema == want.schema
+    rows = sorted((tuple(r) for r in want.collect()), key=repr)
+    assert rows == sorted((tuple(r) for r in got.collect()), key=repr) and len(rows) == len(_load(f))
+    text = f.read_bytes()
+    lines = text.splitlines(keepends=True)
+    for bad in (b'{"r": "ev", "seq": 2, "conn": 1, "file": 12}\n', b"\n", b'{"r": "ev"} {"r": "ev"}\n',
+                b'{"r": "ev", "seq": 2, "count": 1.5}\n', b'{"r": "ev", "_corrupt_record": "x"}\n'):
+        f.write_bytes(b"".join(lines[:3]) + bad + b"".join(lines[3:]))
+        assert stage_ledger(ledger_files(ledger), tmp_path / "no") is None, bad
+    f.write_bytes(text[:-5])
+    assert stage_ledger(ledger_files(ledger), tmp_path / "no") is None
+    assert not (tmp_path / "no").exists()
+
 # ---- the HTML report, looked at in headless Chromium ---------------------------------------------------------------
 
 
