@@ -359,3 +359,43 @@ def test_a_leader_cancelled_after_a_change_hands_it_on(tmp_path: Path) -> None:
             await c.stop()
 
     asyncio.run(run())
+
+
+def test_an_io_uring_without_send_falls_back_to_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel whose io_uring does not know IORING_OP_SEND answers -EINVAL for every send (nothing was sent): the
+    fan-out sends those bytes through the transports, turns io_uring off, and the streams stay whole."""
+    import errno
+
+    from binlogd.server.dump import _fanout
+
+    calls: list[int] = []
+
+    def unsupported(fds: list[int], bufs: list[bytes]) -> list[int]:
+        calls.append(len(fds))
+        return [-errno.EINVAL] * len(fds)
+
+    monkeypatch.setattr(tail_mod, "send_many", unsupported)
+    head, groups = _groups(copies=2)
+
+    async def run() -> None:
+        st, store = _relay(tmp_path)
+        store.bind_loop(asyncio.get_running_loop())
+        st.feed([_fake_rotate(4) + b"".join(head)])
+        clients = [Client(store, _params(4, False, True)) for _ in range(3)]
+        for c in clients:
+            await c.start()
+        await _caught_up(clients, store.end_of(NAME))
+        for g in groups:
+            st.feed([b"".join(g)])
+            await asyncio.sleep(0.002)
+        await _caught_up(clients, store.end_of(NAME))
+        for c in clients:
+            await c.stop()
+        want = await _alone(store, 4, False)
+        assert calls and all(_events(bytes(c.data)) == want for c in clients)
+
+    try:
+        asyncio.run(run())
+        assert not _fanout.using_io_uring()
+    finally:
+        _fanout.set_io_uring(True)

@@ -15,6 +15,7 @@ exactly as before: what a dump sends and records is what its own turn would have
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import time
@@ -35,6 +36,7 @@ else:
 if TYPE_CHECKING:
     from .framing import FrameCache, FramedChunk
 
+_UNSUPPORTED = (-errno.EINVAL, -errno.EOPNOTSUPP)  # an io_uring operation the kernel does not know (before 5.6)
 T = TypeVar("T")
 log = logging.getLogger("binlogd.dump")
 Group = list[Any]  # the parked dumps of one state, the first the one the store wakes
@@ -70,6 +72,10 @@ def send_all(taken: list[tuple[Tailing, bytes | bytearray]]) -> None:
     fds = [f._raw_fd() for f, _ in taken]
     raw = [i for i, fd in enumerate(fds) if fd >= 0]
     done = send_many([fds[i] for i in raw], [taken[i][1] for i in raw]) if raw else []
+    if any(r in _UNSUPPORTED for r in done):  # a kernel whose io_uring lacks IORING_OP_SEND: nothing was sent
+        log.warning("io_uring cannot send on this kernel; the fan-out sends one socket at a time")
+        set_io_uring(False)
+        done = [0 if r in _UNSUPPORTED else r for r in done]
     written = dict(zip(raw, done, strict=True))
     for i, (f, framed) in enumerate(taken):
         f._write_now(framed, written.get(i, 0))
