@@ -335,19 +335,25 @@ def test_parked_tls_dumps_are_written_through_their_transports(tmp_path: Path, l
         asyncio.run(run())
 
 
+async def _parked(tmp: Path, head: list[bytes], n: int) -> tuple[RelayStorage, BinlogStore, list[Client]]:
+    """A relay storing the source's head, and `n` blocking dumps (capability 4) parked at its end."""
+    st, store = _relay(tmp)
+    store.bind_loop(asyncio.get_running_loop())
+    st.feed([_fake_rotate(4) + b"".join(head)])
+    clients = [Client(store, _params(4, False, True)) for _ in range(n)]
+    for c in clients:
+        await c.start()
+    await _caught_up(clients, store.end_of(NAME))
+    return st, store, clients
+
+
 def test_a_leader_cancelled_after_a_change_hands_it_on(tmp_path: Path) -> None:
     """A group's leader whose connection ends right after a change (before its turn) must not leave the change
     unseen: the next member leads at once (no heartbeat, no later change needed)."""
     head, groups = _groups(copies=1)
 
     async def run() -> None:
-        st, store = _relay(tmp_path)
-        store.bind_loop(asyncio.get_running_loop())
-        st.feed([_fake_rotate(4) + b"".join(head)])
-        clients = [Client(store, _params(4, False, True)) for _ in range(3)]
-        for c in clients:
-            await c.start()
-        await _caught_up(clients, store.end_of(NAME))
+        st, store, clients = await _parked(tmp_path, head, 3)
         await asyncio.sleep(0.05)
         leaders = [c for c in clients if c.dump._park_fut is not None and c.dump._park_fut in store._waiters]
         assert len(leaders) == 1, [c.dump._park_fut for c in clients]
@@ -378,13 +384,7 @@ def test_an_io_uring_without_send_falls_back_to_the_loop(tmp_path: Path, monkeyp
     head, groups = _groups(copies=2)
 
     async def run() -> None:
-        st, store = _relay(tmp_path)
-        store.bind_loop(asyncio.get_running_loop())
-        st.feed([_fake_rotate(4) + b"".join(head)])
-        clients = [Client(store, _params(4, False, True)) for _ in range(3)]
-        for c in clients:
-            await c.start()
-        await _caught_up(clients, store.end_of(NAME))
+        st, store, clients = await _parked(tmp_path, head, 3)
         for g in groups:
             st.feed([b"".join(g)])
             await asyncio.sleep(0.002)
