@@ -20,7 +20,7 @@ from .constants import (
     MAX_EVENT_SIZE,
 )
 
-_PEEK = struct.Struct("<IBIIIH")
+EVENT_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_length, log_pos, flags
 
 
 class BinlogFormatError(ValueError):
@@ -82,7 +82,7 @@ def scan(buf: bytes | bytearray | memoryview, start: int = BIN_LOG_HEADER_SIZE) 
     p = start
     n = len(buf)
     while n - p >= HEADER_LEN:
-        ts, typ, sid, length, log_pos, flags = _PEEK.unpack_from(buf, p)
+        ts, typ, sid, length, log_pos, flags = EVENT_HEADER.unpack_from(buf, p)
         if check_event_length(length) is not None:
             raise BinlogFormatError(f"bogus event length {length} at {p}")
         if p + length > n:

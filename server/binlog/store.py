@@ -13,14 +13,13 @@ import contextlib
 import functools
 import logging
 import os
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlogd.protocol.binlog_file import BinlogFormatError, check_event_length, fde_checksum_alg, scan
+from binlogd.protocol.binlog_file import EVENT_HEADER, BinlogFormatError, check_event_length, fde_checksum_alg, scan
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_MAGIC,
@@ -286,7 +285,6 @@ def _head_span(data: bytes) -> int:
 
 
 STATES_AT = 8  # files whose GTID state at a position `gtid_state_at` keeps
-_TYPE_LEN = struct.Struct("<4xB4xI")  # type and event_length of an event header
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -447,9 +445,9 @@ class BinlogStore:
         with open(self.path(name), "rb") as f:
             f.seek(start)
             data = f.read(end - start)
-        peek, p, n = _TYPE_LEN.unpack_from, 0, len(data)
+        peek, p, n = EVENT_HEADER.unpack_from, 0, len(data)
         while n - p >= HEADER_LEN:
-            typ, length = peek(data, p)
+            _, typ, _, length, _, _ = peek(data, p)
             if check_event_length(length) is not None:
                 raise BinlogFormatError(f"bogus event length {length} at {start + p}")
             if p + length > n:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 from binlogd.protocol import native
-from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
+from binlogd.protocol.binlog_file import EVENT_HEADER, BinlogFormatError, fde_checksum_alg
 from binlogd.protocol.constants import (
     BIN_LOG_HEADER_SIZE,
     BINLOG_CHECKSUM_ALG_CRC32,
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("binlogd.relay")
 
 SPILL_BYTES = 16 << 20
-_HEAD = struct.Struct("<IBIIIH")  # timestamp, type, server_id, length, log_pos, flags
 _ONE_BY_ONE = (HEARTBEAT_LOG_EVENT, ROTATE_EVENT, FORMAT_DESCRIPTION_EVENT)
 # by type code: stored by the hot loop without further checks (known, and not one of the above)
 _PLAIN = bytes(int(t in EVENT_TYPE_NAMES and t not in _ONE_BY_ONE) for t in range(256))
@@ -227,7 +226,7 @@ class RelayStorage:
             while p < n:
                 if n - p < HEADER_LEN:
                     return False  # (refused in the writer thread, with its error)
-                _, typ, _, length, _, _ = _HEAD.unpack_from(data, p)
+                _, typ, _, length, _, _ = EVENT_HEADER.unpack_from(data, p)
                 if not (_PLAIN[typ] or typ == HEARTBEAT_LOG_EVENT) or length < HEADER_LEN or p + length > n:
                     return False
                 p += length
@@ -261,7 +260,7 @@ class RelayStorage:
             while p < n:
                 if n - p < HEADER_LEN:
                     raise _refuse(f"a torn event header ({n - p} bytes)")
-                ts, typ, server_id, length, log_pos, flags = _HEAD.unpack_from(data, p)
+                ts, typ, server_id, length, log_pos, flags = EVENT_HEADER.unpack_from(data, p)
                 q = p + length
                 if length < HEADER_LEN or q > n:
                     raise _refuse(f"event length {length} does not match the {n - p} bytes received")
