@@ -40,10 +40,8 @@ _CONN_RE = re.compile(rb'"conn":(\d+)')
 # writer formats a whole batch with C-level iteration (one `%` per record, no Python code per record).
 EvRecord = tuple[str, int, int, int, int, str, str, "int | str", "int | str", str, int, int]
 NULL = "null"
-_EV = ('{{"r":"ev","seq":%d,"conn":{conn},"ts_us":{ts},"file":%s,"start":%d,"end":%d,"count":%d,"length":%d,'
-       '"action":"%s","why":%s,"type":%s,"flags":%s,"gtid":%s,"sent_length":%d,"policy":%d}}\n')
-# the same line in two parts, for short batches (`ev_lines`)
-_EV_HEAD = '{"r":"ev","seq":%d,"conn":%d,"ts_us":%d,'
+# an `ev` line: the head (made per batch: `_EV_HEAD % (conn, ts)` leaves the seq's %d), then the record's fields
+_EV_HEAD = '{"r":"ev","seq":%%d,"conn":%d,"ts_us":%d,'
 _EV_BODY = ('"file":%s,"start":%d,"end":%d,"count":%d,"length":%d,"action":"%s","why":%s,"type":%s,"flags":%s,'
             '"gtid":%s,"sent_length":%d,"policy":%d}\n')
 
@@ -85,11 +83,11 @@ def ev_lines(first_seq: int, conn: int, ts: int, records: list[EvRecord] | tuple
     """The JSON lines of a batch of `ev` records numbered from `first_seq`. A short batch reuses the formatted
     fields of an equal record (`_ev_body`); a long one (a catch-up's, records all different) is formatted in bulk
     (map/zip/count and tuple concatenation run in C: 1.9 µs per record, 3.5 through the cache)."""
+    head = _EV_HEAD % (conn, ts)
     count = itertools.count(first_seq)
     if len(records) <= SHORT_BATCH:
-        return map(str.__add__, map(_EV_HEAD.__mod__, zip(count, itertools.repeat(conn), itertools.repeat(ts))),
-                   map(_ev_body, records))
-    return map(_EV.format(conn=conn, ts=ts).__mod__, map(tuple.__add__, zip(count), records))
+        return map(str.__add__, map(head.__mod__, count), map(_ev_body, records))
+    return map((head + _EV_BODY).__mod__, map(tuple.__add__, zip(count), records))
 
 
 def ev_line(seq: int, conn: int, ts: int, r: EvRecord) -> str:
