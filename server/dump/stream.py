@@ -332,8 +332,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         the socket does not take, in slices with a drain between them: a slow reader makes the server hold one
         slice plus the transport's high-water mark, not a whole framed chunk copied again.
         Through --faults the data goes whole (the fault writer cuts and counts packets per write)."""
-        self.stats.bytes_sent += len(data)
-        self.stats.last_event_at = time.monotonic()  # per write, not per event (a heartbeat's is undone in _wait)
+        self._count_write(data)
         w = self.writer
         if data:
             self._boundary_seq = data[3]  # a write that raises before taking anything leaves the wire here
@@ -353,6 +352,10 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
                 self._boundary_seq = None
                 await w.drain()
         self._boundary_seq = self.seq
+
+    def _count_write(self, data: bytes | bytearray) -> None:
+        self.stats.bytes_sent += len(data)
+        self.stats.last_event_at = time.monotonic()  # per write, not per event (a heartbeat's is undone in _wait)
 
     def _fan_in_eligible(self) -> bool:
         """Can a group's leader serve this dump (tail.py)? Its framing comes from the shared frame cache and goes whole
@@ -385,8 +388,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         """`_write` for a fan-in (`_writable` checked), of which the fan-out wrote `written` bytes to the socket
         itself (-errno: it failed): the same counts, the rest to the transport, no drain. A socket whose send
         failed (the peer went away, or an unknown state) is closed: its bytes are never written twice."""
-        self.stats.bytes_sent += len(data)
-        self.stats.last_event_at = time.monotonic()
+        self._count_write(data)
         transport = self.writer.transport
         if written < 0 and written != -errno.EAGAIN:
             log.info("%s replica went away: %s", self.label, os.strerror(-written))

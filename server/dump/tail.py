@@ -211,34 +211,30 @@ class Tailing:
         turn, self._turn = self._turn, None
         if not followers:
             return
-        if turn is None or turn[1] != pos:
-            for f in followers:
-                f._wake_parked()
-            return
-        ino, _, length = turn
         taken: list[tuple[Tailing, bytes | bytearray]] = []
         try:
+            if turn is None or turn[1] != pos:
+                return  # (this turn framed nothing from the group's state: all take turns of their own, below)
+            ino, _, length = turn
             for f in tuple(followers):
                 fut = f._park_fut
-                if fut is None or fut.done():
-                    continue
-                framed = f._guarded(f._fan_take, ino, pos, length)
-                if framed is None:
-                    f._wake_parked()
-                else:
-                    taken.append((f, framed))
+                if fut is not None and not fut.done():
+                    framed = f._guarded(f._fan_take, ino, pos, length)
+                    if framed is not None:
+                        taken.append((f, framed))
             if taken:
                 send_all(taken)
                 for f, _ in taken:
-                    if not f._guarded(f._fan_settle, ino):
-                        f._wake_parked()
+                    f._guarded(f._fan_settle, ino)
         except BaseException:  # (a bug in the C helper's call): their state is unknown, their connections end
             log.exception("the fan-out failed; closing the connections it was writing to")
             for f, _ in taken:
                 f.writer.transport.abort()
             raise
         finally:
-            for f in tuple(followers):  # none is left parked where no leader will come (never an idle replica)
+            # the one place followers are woken: each one still in the group the leader took (not served, or not
+            # parked again by `_fan_settle`) takes its own turn; none is left where no leader will come
+            for f in tuple(followers):
                 if f._park_group is followers:
                     f._wake_parked()
 
