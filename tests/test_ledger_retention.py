@@ -61,6 +61,12 @@ def test_a_running_binlogd_removes_old_ledger_files(binlogd: Any) -> None:
     nums = [int(n.split(".")[1]) for n in kept]
     assert nums == list(range(nums[0], nums[0] + len(nums)))  # the newest, contiguous part stays
     present = [str(r[0]) for r in server.query("SHOW BINARY LOGS")]
-    needed = [n for n in kept if any(f'"file":"{b}"' in (ledger / n).read_text() for b in present)]
-    assert needed  # the records about the binlog files still present stay
+    texts = {}
+    for n in kept:  # retention goes on running: a file listed above may be gone by now, unless a present binlog needs it
+        try:
+            texts[n] = (ledger / n).read_text()
+        except FileNotFoundError:
+            continue
+    needed = [n for n, t in texts.items() if any(f'"file":"{b}"' in t for b in present)]
+    assert needed  # the records about the binlog files still present stay (the active file is never purged)
     assert "ledger retention (2 s): removed ledger.000001.jsonl" in server.log_text()
