@@ -877,16 +877,18 @@ def start_targets(keys: Sequence[str], bs: BinlogSet, work: Path, tree: Path | N
     return targets
 
 
-C_LABEL = "1 C"  # the summary's key for the C reader's runs (one client)
+def c_label(clients: int) -> str:
+    """The summary's key for the C readers' runs ("1 C", "2 C", ...)."""
+    return f"{clients} C"
 
 
-def summarize(results: list[RunResult], keys: Sequence[str], client_counts: Sequence[int]) -> dict[str, Any]:
-    """Best repetition (shortest wall) per (clients, target) plus ratios to MariaDB; the C reader's runs under
-    C_LABEL."""
+def summarize(results: list[RunResult], keys: Sequence[str], client_counts: Sequence[int],
+              c_counts: Sequence[int] = ()) -> dict[str, Any]:
+    """Best repetition (shortest wall) per (clients, target) plus ratios to MariaDB; the C readers' runs under
+    `c_label(n)`."""
     summary: dict[str, Any] = {}
     groups = [(str(c), c, "mariadb-binlog") for c in client_counts]
-    if any(r.reader == "c" for r in results):
-        groups.append((C_LABEL, 1, "c"))
+    groups += [(c_label(c), c, "c") for c in c_counts if any(r.reader == "c" and r.clients == c for r in results)]
     for label, c, reader in groups:
         best: dict[str, RunResult] = {}
         for k in keys:
@@ -918,7 +920,7 @@ def summarize(results: list[RunResult], keys: Sequence[str], client_counts: Sequ
 
 
 def print_table(summary: dict[str, Any], keys: Sequence[str], console: Console, repeat: int) -> None:
-    title = "dump throughput: mariadb-binlog --read-from-remote-server --raw --to-last-log (1 C: the C reader)"
+    title = "dump throughput: mariadb-binlog --read-from-remote-server --raw --to-last-log (N C: N C readers)"
     if repeat > 1:
         title += f" (best of {repeat})"
     caption = ("events/s, MB/s (10^6 B): all clients together (clients x volume / wall); per client: mean of each "
@@ -1016,7 +1018,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pyspy-rate", type=int, default=500, help="py-spy samples per second (default 500)")
     p.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the JSON goes")
     p.add_argument("--no-c-reader", dest="c_reader", action="store_false",
-                   help="skip the minimal C reader (benchmarks/c/binlog_reader.c, compiled with gcc; 1 client)")
+                   help="skip the minimal C reader (benchmarks/c/binlog_reader.c, compiled with gcc)")
+    p.add_argument("--c-clients", type=_counts, default=[1],
+                   help="C readers at once, comma-separated (default 1; e.g. 1,2,4: where one core of the server "
+                        "is not enough, MariaDB's thread per dump uses both)"),
     return p
 
 
@@ -1084,7 +1089,8 @@ def main(argv: list[str] | None = None) -> int:
                 mariadb_version = subprocess.run([binary, "--version"], capture_output=True, text=True,
                                                  check=False).stdout.strip()
             results: list[RunResult] = []
-            total_runs = (len(args.clients) + (c_reader is not None)) * args.repeat * len(targets)
+            c_counts = args.c_clients if c_reader is not None else []
+            total_runs = (len(args.clients) + len(c_counts)) * args.repeat * len(targets)
             with _progress(console) as progress:
                 overall = progress.add_task("measuring", total=total_runs)
                 for c in args.clients:
@@ -1096,14 +1102,15 @@ def main(argv: list[str] | None = None) -> int:
                             progress.advance(overall)
                             for m in r.mismatches[:5]:
                                 progress.console.print(f"[red]{target.label}, {c} clients: {m}[/]")
-                for rep in range(args.repeat if c_reader is not None else 0):
-                    for target in targets if rep % 2 == 0 else targets[::-1]:
-                        r = run_clients(target, 1, rep, out_root, binary, args.keep, progress, c_reader)
-                        results.append(r)
-                        progress.advance(overall)
-                        for m in r.mismatches[:5]:
-                            progress.console.print(f"[red]{target.label}, C reader: {m}[/]")
-            summary = summarize(results, args.targets, args.clients)
+                for c in c_counts:
+                    for rep in range(args.repeat):
+                        for target in targets if rep % 2 == 0 else targets[::-1]:
+                            r = run_clients(target, c, rep, out_root, binary, args.keep, progress, c_reader)
+                            results.append(r)
+                            progress.advance(overall)
+                            for m in r.mismatches[:5]:
+                                progress.console.print(f"[red]{target.label}, {c} C readers: {m}[/]")
+            summary = summarize(results, args.targets, args.clients, c_counts)
             print_table(summary, args.targets, console, args.repeat)
             profile: dict[str, Any] = {}
             if args.profile in ("cprofile", "both"):

@@ -61,6 +61,18 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds per thread of `pid` (threads gone since are missing: their time is in the process's total)."""
+    out: dict[int, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -73,6 +85,8 @@ class Result:
     wall: float
     cpu: float
     same_as_alone: bool
+    peak_cores: float  # the most CPU the server used in any 100 ms window, in cores (> 1: both cores at once)
+    top_thread: float  # the busiest thread's share of the server's CPU (1.0: everything on one thread)
     digests: list[str]
     load: str
     stall_free: float = 0.0
@@ -220,8 +234,10 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
     else:
         conns = await _open_sessions(host, port, kinds)
     load = _load()
-    t0, cpu0 = time.monotonic(), _cpu_seconds(pid)
+    t0, cpu0, threads0 = time.monotonic(), _cpu_seconds(pid), _thread_cpu(pid)
     peak_anon = base_anon
+    window: list[tuple[float, float]] = [(t0, cpu0)]  # (time, CPU s) samples of the last 100 ms
+    peak_cores = 0.0
     perf = _profile_start(*profile, name, pid) if profile is not None and name != "mariadb" else None
     with _PeakRss(pid) as rss:
         if procs <= 0:
@@ -229,15 +245,22 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
                                     for n, (c, k) in enumerate(zip(conns, kinds, strict=True))))
         while not task.done():
             peak_anon = max(peak_anon, _status_kib(pid, "RssAnon"))
+            window.append((time.monotonic(), _cpu_seconds(pid)))
+            while len(window) > 2 and window[-1][0] - window[1][0] >= 0.1:  # window[0]: newest >= 100 ms back
+                window.pop(0)
+            if window[-1][0] - window[0][0] >= 0.1:
+                peak_cores = max(peak_cores, (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0]))
             await asyncio.sleep(0.02)
         got = [(g.digest, g.end) if isinstance(g, Stream) else g for g in await task]
     wall, cpu = time.monotonic() - t0, _cpu_seconds(pid) - cpu0
+    threads1 = _thread_cpu(pid)
+    top = max((t - threads0.get(tid, 0.0) for tid, t in threads1.items()), default=0.0)
     if perf is not None:
         perf.send_signal(signal.SIGINT)
         perf.wait(timeout=60)
     same = all(g == (alone[k].digest, alone[k].end) for g, k in zip(got, kinds, strict=True))
     res = Result(name, (rss.peak - base) / dumps, (peak_anon - base_anon) / dumps, wall, cpu, same,
-                 [a.digest for a in alone], load)
+                 peak_cores, top / cpu if cpu > 0 else 0.0, [a.digest for a in alone], load)
     if stall > 0:
         await _stall(res, host, port, pid, stall, alone[0])
     return res
@@ -299,11 +322,12 @@ def _table(results: list[Result], dumps: int, stall: float) -> None:
     maria = next((r for r in results if r.server == "mariadb"), None)
     print(f"\n{dumps} concurrent dumps (4 settings mixed), {ROWS} rows of {ROW_BYTES} B:")
     print(f"{'server':<14}{'KiB/conn RSS':>14}{'RssAnon':>10}{'wall s':>8}{'wall ÷ MariaDB':>16}{'CPU s':>7}"
-          f"{'same as alone':>15}{'load 1/5/15':>16}")
+          f"{'peak cores':>11}{'top thread':>11}{'same as alone':>15}{'load 1/5/15':>16}")
     for r in results:
         ratio = f"{maria.wall / r.wall:.2f}x" if maria else "-"
         print(f"{r.server:<14}{r.per_conn_kib:>14.0f}{r.anon_per_conn_kib:>10.0f}{r.wall:>8.2f}{ratio:>16}"
-              f"{r.cpu:>7.2f}{'yes' if r.same_as_alone else 'NO':>15}{r.load:>16}")
+              f"{r.cpu:>7.2f}{r.peak_cores:>11.2f}{r.top_thread:>11.0%}"
+              f"{'yes' if r.same_as_alone else 'NO':>15}{r.load:>16}")
     if maria:
         for r in results:
             if r is not maria:

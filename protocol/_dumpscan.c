@@ -1,5 +1,6 @@
 /* The relay's per-read hot walk in C (optional: protocol/dump_runs.py and protocol/groups.py have the same walks in
- * Python/numpy and use them when this module is not built). Both functions only read inside the buffers they are
+ * Python/numpy and use them when this module is not built), and the store's GTID walk (gtid_walk, below; the store
+ * walks in Python without it). The functions only read inside the buffers they are
  * given (every length is checked before it is used) and release the GIL while they walk, so the relay's event loop
  * (reading, checking) and its writer thread (storing) run on two cores.
  *
@@ -192,9 +193,75 @@ done:
     return res;
 }
 
+/* gtid_walk(data) -> (used, bad, domains, servers, seqs)
+ *   The store's GTID walk over a file's bytes (BinlogStore._add_gtids): whole events from offset 0, stopping before
+ *   a torn last event. `used`: where the last whole event ends; `bad`: the offset of an event whose length is
+ *   impossible (shorter than a header or over MAX_EVENT), where the walk stopped, else -1. For each GTID event long
+ *   enough to read, in order: its domain (native uint32 in `domains`), server_id (uint32, `servers`) and seq_no
+ *   (uint64, `seqs`); BinlogState.update_all applies them (the state's rule stays in protocol/gtid.py). Two passes
+ *   without the GIL (count, then fill): a 45 MB file's 240 000 headers walked in Python held the GIL ~1.9 s. */
+#define MAX_EVENT (1u << 30)
+
+static Py_ssize_t gtid_pass(const unsigned char *d, Py_ssize_t n, Py_ssize_t *bad, uint32_t *doms, uint32_t *srvs,
+                            uint64_t *seqs, Py_ssize_t *count) {
+    Py_ssize_t p = 0, k = 0;
+    *bad = -1;
+    while (n - p >= HEADER_LEN) {
+        const unsigned char *h = d + p;
+        uint32_t length = u32(h + 9);
+        if (length < HEADER_LEN || length > MAX_EVENT) {
+            *bad = p;
+            break;
+        }
+        if (p + (Py_ssize_t)length > n) break;
+        if (h[4] == GTID && length >= HEADER_LEN + GTID_BODY) {
+            if (doms != NULL) {
+                const unsigned char *b = h + HEADER_LEN;
+                seqs[k] = (uint64_t)u32(b) | (uint64_t)u32(b + 4) << 32;
+                doms[k] = u32(b + 8);
+                srvs[k] = u32(h + 5);
+            }
+            k++;
+        }
+        p += length;
+    }
+    *count = k;
+    return p;
+}
+
+static PyObject *gtid_walk(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer in;
+    if (!PyArg_ParseTuple(args, "y*", &in)) return NULL;
+    PyObject *res = NULL, *doms = NULL, *srvs = NULL, *seqs = NULL;
+    Py_ssize_t used, bad, count;
+    Py_BEGIN_ALLOW_THREADS
+    used = gtid_pass(in.buf, in.len, &bad, NULL, NULL, NULL, &count);
+    Py_END_ALLOW_THREADS
+    doms = PyBytes_FromStringAndSize(NULL, count * 4);
+    srvs = PyBytes_FromStringAndSize(NULL, count * 4);
+    seqs = PyBytes_FromStringAndSize(NULL, count * 8);
+    if (doms == NULL || srvs == NULL || seqs == NULL) goto done;
+    if (count) {
+        uint32_t *dp = (uint32_t *)PyBytes_AS_STRING(doms), *sp = (uint32_t *)PyBytes_AS_STRING(srvs);
+        uint64_t *qp = (uint64_t *)PyBytes_AS_STRING(seqs);
+        Py_ssize_t bad2, count2;  /* (the same events: `used` ends the first pass) */
+        Py_BEGIN_ALLOW_THREADS
+        gtid_pass(in.buf, used, &bad2, dp, sp, qp, &count2);
+        Py_END_ALLOW_THREADS
+    }
+    res = Py_BuildValue("nnOOO", used, bad, doms, srvs, seqs);
+done:
+    Py_XDECREF(doms);
+    Py_XDECREF(srvs);
+    Py_XDECREF(seqs);
+    PyBuffer_Release(&in);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"scan_packets", scan_packets, METH_VARARGS, "The ordinary event packets of a read, checked (see the module)."},
     {"walk_groups", walk_groups, METH_VARARGS, "GroupTracker.feed_run's common transitions (see the module)."},
+    {"gtid_walk", gtid_walk, METH_VARARGS, "The GTIDs of a file's whole events, for the store (see the module)."},
     {NULL, NULL, 0, NULL},
 };
 

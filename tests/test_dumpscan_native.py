@@ -366,3 +366,49 @@ def test_the_c_walks_refuse_bad_arguments() -> None:
             walk(ev, good, i, j, state)
     with pytest.raises(ValueError):
         walk(ev, b"\x01\x02\x03", 0, 0, 0)  # not whole int64s
+
+
+@needs_c
+def test_store_gtid_walk_in_c_equals_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BinlogStore._add_gtids through gtid_walk (C) and through its Python walk, over the multi-domain oracle's
+    binlog files cut at every event boundary and inside events (torn tails): the same end, the same state in the
+    same order; an impossible event length: the same error."""
+    from binlogd.protocol.binlog_file import BinlogFormatError, scan
+    from binlogd.protocol.gtid import BinlogState
+    from binlogd.server.binlog.store import BinlogStore
+
+    src = oracle_dir().parent / "multidomain" / "dump"
+    names = sorted(p.name for p in src.glob("mysql-bin.0*"))
+    assert names
+    for n in names:
+        (tmp_path / n).write_bytes((src / n).read_bytes())
+    bogus = bytearray((src / names[0]).read_bytes())
+    ends = [e.end for e in scan(bytes(bogus)).events]
+    struct.pack_into("<I", bogus, ends[len(ends) // 2] + 9, 7)  # an event shorter than its header
+    (tmp_path / "mysql-bin.999999").write_bytes(bytes(bogus))
+    store = BinlogStore(tmp_path)
+
+    def walk(name: str, start: int, end: int, use_c: bool) -> tuple[Any, ...]:
+        with monkeypatch.context() as m:
+            if not use_c:
+                m.setattr(native, "dumpscan", None)
+            state = BinlogState()
+            try:
+                last = store._add_gtids(name, start, end, state)
+            except BinlogFormatError as e:
+                return ("error", str(e))
+            return last, state.as_list(), [(d, g) for d, g in state._last.items()]
+
+    rnd = random.Random(7)
+    gtids = 0
+    for n in [*names, "mysql-bin.999999"]:
+        data = (tmp_path / n).read_bytes()
+        bounds = ends if n == "mysql-bin.999999" else [e.end for e in scan(data).events] or [len(data)]
+        cuts = sorted({*bounds, *(rnd.randrange(4, len(data) + 1) for _ in range(40)), len(data)})
+        for end in cuts:
+            c, py = walk(n, 4, end, True), walk(n, 4, end, False)
+            assert c == py, (n, end)
+            gtids = max(gtids, len(c[1]) if c[0] != "error" else 0)
+        assert walk(n, bounds[0], len(data), True) == walk(n, bounds[0], len(data), False)
+    assert gtids > 1  # the files hold GTIDs of several domains
+    assert walk("mysql-bin.999999", 4, len(bogus), True)[0] == "error"
