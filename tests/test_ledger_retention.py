@@ -62,7 +62,7 @@ def test_a_running_binlogd_removes_old_ledger_files(binlogd: Any) -> None:
     assert nums == list(range(nums[0], nums[0] + len(nums)))  # the newest, contiguous part stays
     present = [str(r[0]) for r in server.query("SHOW BINARY LOGS")]
     texts = {}
-    for n in kept:  # retention goes on running: a file listed above may be gone by now, unless a present binlog needs it
+    for n in kept:  # retention goes on: a file listed above may be gone by now, unless a present binlog needs it
         try:
             texts[n] = (ledger / n).read_text()
         except FileNotFoundError:
