@@ -614,9 +614,10 @@ class ReplicationConnection(StrictConnection):
             if dump.semi is not None:
                 dump.semi.remove_client()
             s = dump.stats
-            log.info("%s dump ended (%s): %d events read, %d sent, %d holes, %d dummies, %d begins, %d bytes",
+            log.info("%s dump ended (%s): %d events read, %d sent, %d holes, %d dummies, %d begins, %d bytes%s",
                      label, s.end_reason or "replica disconnected", s.events_read, s.events_sent, s.holes,
-                     s.dummies, s.begins, s.bytes_sent)
+                     s.dummies, s.begins, s.bytes_sent,
+                     f" ({s.thread_writes} writes by the sender thread)" if s.thread_writes else "")
 
     async def _fault_writer(self, server_id: int, params: DumpParams, label: str) -> FaultWriter | None:
         """--faults: this dump's fault, if one matches (the file is re-read when it changed); its heartbeat_s

@@ -58,6 +58,7 @@ from ..gtid_start import GtidSkipper
 from ..ledger import NULL, EvRecord, Ledger, jstr
 from ..semisync import SemiSyncMaster
 from ..transcode import TranscodeRefused, TranscodingWriter, target_algorithm
+from . import sender
 from .framing import _LEN, Blocks, FramedChunk, Framing, frames_of
 from .params import DumpError, DumpParams, DumpStats, Writer
 from .records import LedgerRecords
@@ -196,6 +197,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         self._tc_start = (params.pos, 0, params.pos)  # first file: file position, events before it, stream position
         self._whole = False  # writes go whole to the transport (`_write`; set when the dump runs, from its loop)
         self._fan_fd: int | None = None  # the socket's descriptor for the fan-out's writes (`_raw_fd`)
+        self._keeps_up = True  # the socket took the last big write whole: the next may go to the sender thread
         self.fast_loop = True  # the C loop when it is built (tests turn it off to compare with the Python loop)
         self._gtid_sent = Action.SEND in (t.lookup(GTID_EVENT, 0, False), t.lookup(GTID_EVENT, 0, True),
                                           t.lookup(GTID_EVENT, 0x8000, False), t.lookup(GTID_EVENT, 0x8000, True))
@@ -325,7 +327,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         if self.ledger is not None and self.ledger.full:
             await self.ledger.wait_room()  # back-pressure: the dump waits for the ledger rather than lose records
 
-    async def _write(self, data: bytes | bytearray) -> None:
+    async def _write(self, data: bytes | bytearray | memoryview) -> None:
         """Send `data` whole, one write and one drain, on uvloop (it keeps a view of what the socket does not take,
         not a copy: a slow reader holds nothing beyond the framing it was given) or while few dumps run (sixteen
         turns of write/drain per span cost more than the bytes). On asyncio's own loop, whose transport copies what
@@ -336,12 +338,23 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         w = self.writer
         if data:
             self._boundary_seq = data[3]  # a write that raises before taking anything leaves the wire here
+        if len(data) >= sender.OFFLOAD_MIN and (out := self._sender()) is not None:
+            taken = await self._send_off_loop(out, data)
+            if taken == len(data):
+                self._boundary_seq = self.seq
+                return
+            self._keeps_up = False  # a reader slower than the server: the thread would wait on it as the loop does
+            if taken:
+                data = memoryview(data)[taken:]  # the rest through the transport, with its back-pressure
+                self._boundary_seq = None
         if len(data) <= WRITE_SLICE or self.fault is not None or self._whole or DumpStream.running <= FEW_DUMPS:
             _check_open(w)
             w.write(data)
             self._boundary_seq = None
             if type(w) is not asyncio.StreamWriter or w.transport.get_write_buffer_size():
                 await w.drain()
+            elif len(data) >= sender.OFFLOAD_MIN:
+                self._keeps_up = True  # the socket took a big write whole: the next may go to the sender thread
             # else the socket took it all: drain() would return at once (nothing buffered, so no pause); a peer
             # gone is seen by the next write's _check_open, as between slices
         else:
@@ -353,7 +366,51 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
                 await w.drain()
         self._boundary_seq = self.seq
 
-    def _count_write(self, data: bytes | bytearray) -> None:
+    def _sender(self) -> sender.Sender | None:
+        """The sender thread for a big write (sender.py), or None: the write goes on the loop. Only with other dumps
+        running, to a plain socket (no fault stage, no TLS) whose transport holds nothing (its bytes go first) and
+        that took the last big write whole (a reader slower than the server sets the pace either way: its hand-offs
+        would be pure cost)."""
+        if not (self._keeps_up and sender.enabled) or self.fault is not None:
+            return None
+        if DumpStream.running < sender.OFFLOAD_DUMPS:
+            return None
+        w = self.writer
+        if type(w) is not asyncio.StreamWriter:
+            return None
+        transport = w.transport
+        if transport.is_closing() or transport.get_write_buffer_size() or self._raw_fd() < 0:
+            return None
+        return sender.for_loop(asyncio.get_running_loop())
+
+    async def _send_off_loop(self, out: sender.Sender, data: bytes | bytearray) -> int:
+        """What the socket took of `data` from the sender thread (0: nothing yet, or no descriptor to spare). A
+        cancelled dump (KILL) waits for the thread's send to end before anything else is written to the socket, and
+        `_boundary_seq` then says where the wire is. A failed send closes the connection."""
+        try:
+            fut = out.send(self._raw_fd(), data)
+        except OSError as e:
+            log.debug("%s sender thread not used: %s", self.label, e)
+            return 0
+        try:
+            taken = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            await asyncio.wait([fut])
+            done = fut.result()
+            if done == len(data):
+                self._boundary_seq = self.seq
+            elif done > 0:
+                self._boundary_seq = None  # inside a packet: the connection just closes
+            raise
+        self.stats.thread_writes += 1
+        if taken == -errno.EAGAIN:
+            return 0
+        if taken < 0:
+            self.writer.transport.abort()
+            raise ConnectionResetError(os.strerror(-taken))
+        return taken
+
+    def _count_write(self, data: bytes | bytearray | memoryview) -> None:
         self.stats.bytes_sent += len(data)
         self.stats.last_event_at = time.monotonic()  # per write, not per event (a heartbeat's is undone in _wait)
 
