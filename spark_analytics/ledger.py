@@ -138,6 +138,13 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None) -> Path | None
     return out
 
 
+def staged_rows(staged: Path) -> int:
+    """The records of a `stage_ledger` directory, from its Parquet footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(p).num_rows for p in staged.glob("part-*.parquet"))
+
+
 def read_ledger(spark: Any, files: LedgerFiles, staged: Path | None = None) -> Any:
     """All records as one DataFrame (schema above + `ledger_file`), cached: Spark needs that to query
     `_corrupt_record` on its own. `staged`: `stage_ledger`'s directory of the same files, read instead."""
