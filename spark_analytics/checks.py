@@ -102,7 +102,6 @@ class AuditData:
     raw_ledger: Any = None  # the records as read (check 10's seq test); None: same as `ledger`
     cached: list[Any] = field(default_factory=list)  # kept for the whole audit (unpersisted at its end)
     withheld: Any = None  # `withheld_events` of every FILTERED action, checkpointed at its first use
-    bounds: Any = None  # `record_bounds`, checkpointed at its first use
     event_types: frozenset[int] | None = None  # the event types the binlog holds (None: not known, any of 256)
     # policy-run records (`sent`, `policy` > 0) per connection, counted by `load_connections`' job
     run_counts: dict[int | None, int] = field(default_factory=dict)
@@ -339,32 +338,40 @@ def in_range(F: Any) -> Any:
     return after_start & before_end
 
 
-def records(data: AuditData) -> Any:
+def records(data: AuditData, extra: tuple[str, ...] = ()) -> Any:
     """Non-fake ev records with the file index (a file unknown to the binlog directory gets fi null)."""
     F = _F()
     return (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
             .select("seq", "conn", "file", "start", "end", "count", "length", "action", "why", "type", "flags",
-                    "gtid", "sent_length")
+                    "gtid", "sent_length", *extra)
             .withColumn("fi", file_index(data, F.col("file"))))
 
 
+# a record's binlog events at its boundaries: `s_ord`, `e_type`, `e_flags` of the event starting at its start,
+# `e_ord` of the one ending at its end (null: not an event boundary)
+BOUNDS = ("s_ord", "e_type", "e_flags", "e_ord")
+
+
+def _with_bounds(data: AuditData, L: Any) -> Any:
+    """`L` with BOUNDS on its ev records (sent and FILTERED), from one probe of the events by those records'
+    (file, start) and (file, end), broadcast (the records are few next to the events: E is scanned, not
+    shuffled). (file, start) and (file, end) are unique among the events: `L`'s rows, one each."""
+    F = _F()
+    E = data.events
+    recs = L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
+    SK = E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("e_type"),
+                  F.col("flags").alias("e_flags")).join(F.broadcast(recs.select("file", "start").distinct()),
+                                                        ["file", "start"])
+    TK = E.select("file", "end", F.col("ordinal").alias("e_ord")).join(
+        F.broadcast(recs.select("file", "end").distinct()), ["file", "end"])
+    return L.join(SK, ["file", "start"], "left").join(TK, ["file", "end"], "left")
+
+
 def record_bounds(data: AuditData) -> Any:
-    """`records` with the binlog events at their boundaries: `s_ord`, `e_type`, `e_flags` of the event starting
-    at the record's start, `e_ord` of the one ending at its end (null: not an event boundary). (file, start) and
-    (file, end) are unique among the events, so it has the records' rows, one each. Computed once and checkpointed
-    (lazily: filled by the first job that reads it): check 1 reads every record's, `withheld_events` the filtered
-    ones'; each joined the records with the events twice in its own plan (at 1 M events, two sort-merge joins of
-    ~0.6 M records with the 1 M events each)."""
-    if data.bounds is None:
-        F = _F()
-        E = data.events
-        S = E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("e_type"),
-                     F.col("flags").alias("e_flags"))
-        T = E.select("file", "end", F.col("ordinal").alias("e_ord"))
-        data.bounds = records(data).join(S, ["file", "start"], "left").join(T, ["file", "end"], "left"
-                                                                             ).localCheckpoint(eager=False)
-        data.cached.append(data.bounds)
-    return data.bounds
+    """`records` with their BOUNDS, which `expand_policy_runs` gave every record: check 1 reads every record's,
+    `withheld_events` the filtered ones'; each joined the records with the events twice in its own plan before
+    (at 1 M events, sort-merge joins of the ~0.6 M expanded records with the 1 M events)."""
+    return records(data, BOUNDS)
 
 
 def events_fi(data: AuditData) -> Any:
@@ -433,29 +440,27 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     L = data.ledger
     if data.raw_ledger is None:
         data.raw_ledger = L
+    # every record's boundaries (BOUNDS), joined here once, before the runs are expanded: the records the runs
+    # expand to get theirs from the events they were cut from (below), not from a join of ~10x as many records
+    L = _with_bounds(data, L).localCheckpoint(eager=False)
+    data.cached.append(L)
     if not data.run_counts:
-        return []  # ledgers written before policy runs, or dumps without any (`load_connections` counted them)
+        data.ledger = L  # ledgers written before policy runs, or dumps without any (`load_connections` counted them)
+        return []
     # the connections that have runs (some may not fit the binlog: their events find no run in the window below)
     run_conns = [c for c in data.run_counts if c is not None]
     is_run = (F.col("r") == "ev") & _is_run(F)
     E = data.events
     P = L.filter(is_run).withColumn("rid", F.monotonically_increasing_id()).cache()
-    # the runs' boundaries as event ordinals (the runs are few next to the events: broadcast, E is not shuffled)
-    SK = (E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("s_type"),
-                   F.col("flags").alias("s_flags"))
-          .join(F.broadcast(P.select("rid", "file", "start")), ["file", "start"]).drop("file", "start"))
-    TK = (E.select("file", "end", F.col("ordinal").alias("e_ord"))
-          .join(F.broadcast(P.select("rid", "file", "end")), ["file", "end"]).drop("file", "end"))
     ok = (F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull()
           & (F.col("count") == F.col("e_ord") - F.col("s_ord") + 1) & (F.col("length") == F.col("end") - F.col("start"))
           & ((F.col("count") != 1) | F.col("type").isNull()
-             | ((F.col("type") == F.col("s_type")) & (F.col("flags") == F.col("s_flags")))))
+             | ((F.col("type") == F.col("e_type")) & (F.col("flags") == F.col("e_flags")))))
     # B, A and B2 are checkpointed, not cached: the later plans that read them matched none of their cache entries
     # (each read planned and ran B's broadcasts and A's windows again: 12 broadcast jobs in the step's last plan).
     # Not eager: a lazy checkpoint cuts the plans' lineage at once and is filled by the first job that reads it (B, A
     # and B2 by the ledger's checkpoint job; each read whole), where an eager one is a job of its own
-    B = (P.join(SK, "rid", "left").join(TK, "rid", "left").withColumn("ok", F.coalesce(ok, F.lit(False)))
-         .localCheckpoint(eager=False))
+    B = P.withColumn("ok", F.coalesce(ok, F.lit(False))).localCheckpoint(eager=False)
     V = B.filter(F.col("ok"))
     # the events the connection's type rules filter (for the connections that have runs), and the runs' heads
     EV = (E.select("file", "ordinal", "start", "end", "type", "flags",
@@ -486,29 +491,37 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
             F.col("run.ledger_file").alias("ledger_file")]
     null_int, null_str = F.lit(None).cast("int"), F.lit(None).cast("string")
 
-    def sent(start: Any, end: Any, count: Any) -> list[Any]:
+    def sent(start: Any, end: Any, count: Any, s_ord: Any, e_ord: Any) -> list[Any]:
+        # a sent record's type is null: its e_type/e_flags are read by no rule (check 1 compares them for typed ones)
         return [start.alias("start"), end.alias("end"), count.alias("count"), (end - start).alias("length"),
                 F.lit("sent").alias("action"), null_str.alias("why"), null_int.alias("type"),
-                null_int.alias("flags"), (end - start).alias("sent_length")]
+                null_int.alias("flags"), (end - start).alias("sent_length"), s_ord.alias("s_ord"),
+                null_int.alias("e_type"), null_int.alias("e_flags"), e_ord.alias("e_ord")]
 
-    gaps = A.filter(F.col("g_count") > 0).select(*head, *sent(F.col("g_start"), F.col("ev_start"), F.col("g_count")))
-    tails = A.filter(F.col("tail") & (F.col("run.last") > F.col("k"))).select(
-        *head, *sent(F.col("ev_end"), F.col("run.end"), F.col("run.last") - F.col("k")))
+    # the events between two filtered ones (or the run's start) are k - g_count .. k - 1; after the last, k + 1 ..
+    k = F.col("k")
+    gaps = A.filter(F.col("g_count") > 0).select(
+        *head, *sent(F.col("g_start"), F.col("ev_start"), F.col("g_count"), k - F.col("g_count"), k - 1))
+    tails = A.filter(F.col("tail") & (F.col("run.last") > k)).select(
+        *head, *sent(F.col("ev_end"), F.col("run.end"), F.col("run.last") - k, k + 1, F.col("run.last")))
     one = F.col("count") == 1
     isl = (A.groupBy("conn", "file", "run", "isl", "expected")
            .agg(F.min("ev_start").alias("start"), F.max("ev_end").alias("end"), F.count("*").alias("count"),
-                F.min("type").alias("i_type"), F.min("flags").alias("i_flags"))
+                F.min("type").alias("i_type"), F.min("flags").alias("i_flags"), F.min("k").alias("s_ord"),
+                F.max("k").alias("e_ord"), F.min_by("type", "k").alias("e_type"),
+                F.min_by("flags", "k").alias("e_flags"))
            .select(*head, "start", "end", "count", (F.col("end") - F.col("start")).alias("length"),
                    F.col("expected").alias("action"), F.lit(WHY_CAPABILITY).alias("why"),
                    F.when(one, F.col("i_type")).alias("type"), F.when(one, F.col("i_flags")).alias("flags"),
                    F.when(F.col("expected") == "hole", F.lit(0).cast("bigint"))
-                   .otherwise(F.col("end") - F.col("start")).alias("sent_length")))
+                   .otherwise(F.col("end") - F.col("start")).alias("sent_length"), *BOUNDS))
     per_run = A.groupBy(rid.alias("rid")).agg(
         F.count("*").alias("p_n"),
         F.sum(F.when(F.col("expected") == "hole", F.col("ev_end") - F.col("ev_start")).otherwise(0)).alias("p_hole"))
     B2 = V.join(per_run, "rid", "left").localCheckpoint(eager=False)
     bare = B2.filter(F.col("p_n").isNull()).select(  # no event the type rules filter: all of it sent as stored
-        "seq", "conn", "ts_us", "file", "ledger_file", *sent(F.col("start"), F.col("end"), F.col("count")))
+        "seq", "conn", "ts_us", "file", "ledger_file",
+        *sent(F.col("start"), F.col("end"), F.col("count"), F.col("s_ord"), F.col("e_ord")))
     expanded = gaps.unionByName(tails).unionByName(isl).unionByName(bare).withColumn("r", F.lit("ev"))
     kept = B.filter(~F.col("ok")).select(*L.columns)  # not on the binlog's events: check 1 reports it as it is
     # checkpointed, not only cached: every check builds on these records, and their lineage (windows, joins, unions)
