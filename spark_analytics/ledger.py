@@ -147,11 +147,13 @@ def staged_rows(staged: Path) -> int:
 
 def read_ledger(spark: Any, files: LedgerFiles, staged: Path | None = None) -> Any:
     """All records as one DataFrame (schema above + `ledger_file`), cached: Spark needs that to query
-    `_corrupt_record` on its own. `staged`: `stage_ledger`'s directory of the same files, read instead."""
+    `_corrupt_record` on its own. `staged`: `stage_ledger`'s directory of the same files, read instead and not
+    cached (its few readers scan the Parquet columns they need; the checks read the deduplicated copy, cached by
+    `checks.drop_repeated_records`: building a cache of every column twice cost the connection step's job)."""
     from pyspark.sql import functions as F
 
     if staged is not None:
-        return spark.read.schema(f"{SCHEMA_DDL}, ledger_file STRING").parquet(str(staged)).cache()
+        return spark.read.schema(f"{SCHEMA_DDL}, ledger_file STRING").parquet(str(staged))
     df = (spark.read.schema(SCHEMA_DDL)
           .option("mode", "PERMISSIVE")
           .option("columnNameOfCorruptRecord", "_corrupt_record")
