@@ -21,7 +21,7 @@ from .binlog_source import (
     register,
 )
 from .binlog_stage import Staged, read_staged, stage_events
-from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger, stage_ledger
+from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger, stage_ledger, staged_rows
 from .session import SMALL_INPUT_BYTES, start_python_workers
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
@@ -61,6 +61,7 @@ class Inputs:
     types: frozenset[int] | None = None  # the event types of `events`
     staged: Staged | None = None  # a larger directory's events staged as Parquet (`binlog_stage`); None: neither
     staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
+    ledger_rows: int | None = None  # the staged ledger's records (its Parquet footers); None: counted by Spark
 
     def remove_staged(self) -> None:
         """Remove the staged Parquet directories (the audit's end, or a master whose executors cannot read them)."""
@@ -98,6 +99,8 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
         inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")))
     if stage:
         inputs.staged_ledger = stage_ledger(lf)
+        if inputs.staged_ledger is not None:
+            inputs.ledger_rows = staged_rows(inputs.staged_ledger)
     return inputs
 
 
@@ -161,7 +164,8 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     L = read_ledger(spark, lf, inputs.staged_ledger)
     progress("ledger")
     data = checks.AuditData(spark=spark, events=E, ledger=L, files=names, file_stats=stats, binlog_dir=binlog_dir,
-                            torn=lf.torn, relays=relays, event_types=types)
+                            torn=lf.torn, relays=relays, event_types=types,
+                            strict_ledger=inputs.staged_ledger is not None)
     checks.drop_repeated_records(data)
     findings += checks.load_connections(data)
     progress("connections")
@@ -182,14 +186,15 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     atom, divergence, skipped = checks.check_atomicity(data)
     pending += atom
     progress("check 5")
-    findings += checks.check_continuity(data)
+    totals = checks.ledger_totals(data)  # what checks 6, 9 and 10 sum: one job
+    findings += checks.check_continuity(data, totals)
     progress("check 6")
     behind = checks.convergence(data)
     progress("check 7")
     relay_findings, relay_info = checks.check_relay(data)
     findings += relay_findings
     progress("check 8")
-    totals = checks.action_totals(data)
+    by_action = checks.action_totals(totals)
     progress("check 9")
     # a small audit's union: one task per shuffle partition (2), not one per partition of every branch
     findings += checks.collect_findings(pending, None if inputs.events is None else int(
@@ -197,14 +202,14 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     progress("findings")
     # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name them)
     explained = frozenset(f[2] for f in findings if f[0] <= 4 and f[1] == "error" and f[2] is not None)
-    findings += checks.check_ledger(data, explained)
+    findings += checks.check_ledger(data, totals, explained)
     progress("check 10")
     tl = checks.timeline(data)
 
     by_replica = {name: info for name, info in relay_info.items()}
     conns = []
     for c in data.connections:
-        t = totals.get(c.conn, {"actions": {}, "bytes": {}, "sent_bytes": {}})
+        t = by_action.get(c.conn, {"actions": {}, "bytes": {}, "sent_bytes": {}})
         conns.append({
             "connection_id": c.conn, "server_id": c.server_id, "capability": c.capability,
             "capability_set": c.capability_set, "skip_replication": c.skip_replication, "dump_flags": c.dump_flags,
@@ -229,7 +234,8 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
         "ledger_dir": str(Path(ledger_dir).resolve()),
         "binlog": {"files": [{"file": n, **stats.get(n, {"events": 0, "end": 0, "bytes": 0})} for n in names],
                    "events": sum(s["events"] for s in stats.values())},
-        "ledger": {"files": [p.name for p in lf.files], "records": L.count(),
+        "ledger": {"files": [p.name for p in lf.files], "records": inputs.ledger_rows if inputs.ledger_rows
+                   is not None else L.count(),
                    "torn": [{"file": f, "offset": o, "bytes": b} for f, o, b in lf.torn]},
         "relay": by_replica,
         "checks": [{"check": i, "name": checks.CHECK_NAMES[i],

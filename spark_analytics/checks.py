@@ -103,6 +103,9 @@ class AuditData:
     cached: list[Any] = field(default_factory=list)  # kept for the whole audit (unpersisted at its end)
     withheld: Any = None  # `withheld_events` of every FILTERED action, checkpointed at its first use
     event_types: frozenset[int] | None = None  # the event types the binlog holds (None: not known, any of 256)
+    # policy-run records (`sent`, `policy` > 0) per connection, counted by `load_connections`' job
+    run_counts: dict[int | None, int] = field(default_factory=dict)
+    strict_ledger: bool = False  # the ledger was parsed strictly (staged): no `_corrupt_record` can be set
 
 
 def _F() -> Any:
@@ -144,15 +147,19 @@ def load_connections(data: AuditData) -> list[tuple]:
     F = _F()
     L = data.ledger
     out: list[tuple] = []
-    # one job: the conn and close records (`rec`) and what the ev records say per connection (`ev_conn`, `last`)
+    # one job: the conn and close records (`rec`) and what the ev records say per connection (`ev_conn`, `last`,
+    # and `runs`: its policy runs, which `expand_policy_runs` needs to know before it plans)
     last = F.max_by(F.struct("file", "end"), F.when(F.col("action").isin("sent", *FILTERED), F.col("seq")))
     recs = L.filter(F.col("r").isin("conn", "close")).select(F.struct(*L.columns).alias("rec"))
-    evs = L.filter(F.col("r") == "ev").groupBy("conn").agg(last.alias("last"))
+    evs = L.filter(F.col("r") == "ev").groupBy("conn").agg(last.alias("last"),
+                                                            F.count(F.when(_is_run(F), 1)).alias("runs"))
     both = recs.select("rec", F.lit(None).cast(evs.schema["conn"].dataType).alias("ev_conn"),
-                       F.lit(None).cast(evs.schema["last"].dataType).alias("last")).unionByName(
+                       F.lit(None).cast(evs.schema["last"].dataType).alias("last"),
+                       F.lit(None).cast("bigint").alias("runs")).unionByName(
         evs.select(F.lit(None).cast(recs.schema["rec"].dataType).alias("rec"), F.col("conn").alias("ev_conn"),
-                   "last")).collect()
+                   "last", "runs")).collect()
     per_conn = [r for r in both if r.rec is None]
+    data.run_counts = {r.ev_conn: int(r.runs) for r in per_conn if r.runs}
     # sorted here as orderBy("seq") would (nulls first), not by Spark: its sort is a sampling job and a shuffle
     rows = sorted((r.rec for r in both if r.rec is not None), key=lambda r: (r.seq is not None, r.seq or 0))
     conn_rows = [r for r in rows if r.r == "conn"]
@@ -331,13 +338,40 @@ def in_range(F: Any) -> Any:
     return after_start & before_end
 
 
-def records(data: AuditData) -> Any:
+def records(data: AuditData, extra: tuple[str, ...] = ()) -> Any:
     """Non-fake ev records with the file index (a file unknown to the binlog directory gets fi null)."""
     F = _F()
     return (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
             .select("seq", "conn", "file", "start", "end", "count", "length", "action", "why", "type", "flags",
-                    "gtid", "sent_length")
+                    "gtid", "sent_length", *extra)
             .withColumn("fi", file_index(data, F.col("file"))))
+
+
+# a record's binlog events at its boundaries: `s_ord`, `e_type`, `e_flags` of the event starting at its start,
+# `e_ord` of the one ending at its end (null: not an event boundary)
+BOUNDS = ("s_ord", "e_type", "e_flags", "e_ord")
+
+
+def _with_bounds(data: AuditData, L: Any) -> Any:
+    """`L` with BOUNDS on its ev records (sent and FILTERED), from one probe of the events by those records'
+    (file, start) and (file, end), broadcast (the records are few next to the events: E is scanned, not
+    shuffled). (file, start) and (file, end) are unique among the events: `L`'s rows, one each."""
+    F = _F()
+    E = data.events
+    recs = L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
+    SK = E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("e_type"),
+                  F.col("flags").alias("e_flags")).join(F.broadcast(recs.select("file", "start").distinct()),
+                                                        ["file", "start"])
+    TK = E.select("file", "end", F.col("ordinal").alias("e_ord")).join(
+        F.broadcast(recs.select("file", "end").distinct()), ["file", "end"])
+    return L.join(SK, ["file", "start"], "left").join(TK, ["file", "end"], "left")
+
+
+def record_bounds(data: AuditData) -> Any:
+    """`records` with their BOUNDS, which `expand_policy_runs` gave every record: check 1 reads every record's,
+    `withheld_events` the filtered ones'; each joined the records with the events twice in its own plan before
+    (at 1 M events, sort-merge joins of the ~0.6 M expanded records with the 1 M events)."""
+    return records(data, BOUNDS)
 
 
 def events_fi(data: AuditData) -> Any:
@@ -365,23 +399,26 @@ def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any
 
 def _withheld_events(data: AuditData) -> Any:
     F = _F()
-    R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*FILTERED))
+    # the records' boundaries from `record_bounds` (a record not starting at an event expands to nothing)
+    R = (record_bounds(data).filter(F.col("action").isin(*FILTERED) & F.col("s_ord").isNotNull())
          .select("seq", "conn", "file", F.col("start").alias("rec_start"), F.col("end").alias("rec_end"), "count",
                  F.col("length").alias("rec_length"), "sent_length", "action", "why", F.col("type").alias("r_type"),
-                 F.col("flags").alias("r_flags")))
+                 F.col("flags").alias("r_flags"), "s_ord", "e_ord"))
     E = data.events
-    S = E.select("file", F.col("start").alias("rec_start"), F.col("ordinal").alias("s_ord"))
-    T = E.select("file", F.col("end").alias("rec_end"), F.col("ordinal").alias("e_ord"))
     most = max((st.get("events", 0) for st in data.file_stats.values()), default=0)  # a tampered count stays bounded
     last = F.coalesce(F.col("e_ord"), F.col("s_ord") + F.least(F.greatest(F.col("count"), F.lit(1)), F.lit(most)) - 1)
-    X = (R.join(S, ["file", "rec_start"]).join(T, ["file", "rec_end"], "left")
-         .withColumn("ordinal", F.explode(F.sequence(F.col("s_ord"), F.greatest(F.col("s_ord"), last))))
+    X = (R.withColumn("ordinal", F.explode(F.sequence(F.col("s_ord"), F.greatest(F.col("s_ord"), last))))
          .drop("s_ord", "e_ord"))
     return X.join(E.select("file", "ordinal", "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx"),
                   ["file", "ordinal"])
 
 
 # ---- policy runs: `sent` records with `policy` > 0 expanded into the records they stand for -----------------------
+
+
+def _is_run(F: Any) -> Any:
+    """An ev record that is a policy run (a `sent` record with `policy` > 0)."""
+    return (F.col("action") == "sent") & (F.coalesce(F.col("policy"), F.lit(0)) > 0)
 
 
 def expand_policy_runs(data: AuditData) -> list[tuple]:
@@ -403,32 +440,27 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     L = data.ledger
     if data.raw_ledger is None:
         data.raw_ledger = L
-    is_run = (F.col("r") == "ev") & (F.col("action") == "sent") & (F.coalesce(F.col("policy"), F.lit(0)) > 0)
+    # every record's boundaries (BOUNDS), joined here once, before the runs are expanded: the records the runs
+    # expand to get theirs from the events they were cut from (below), not from a join of ~10x as many records
+    L = _with_bounds(data, L).localCheckpoint(eager=False)
+    data.cached.append(L)
+    if not data.run_counts:
+        data.ledger = L  # ledgers written before policy runs, or dumps without any (`load_connections` counted them)
+        return []
+    # the connections that have runs (some may not fit the binlog: their events find no run in the window below)
+    run_conns = [c for c in data.run_counts if c is not None]
+    is_run = (F.col("r") == "ev") & _is_run(F)
     E = data.events
     P = L.filter(is_run).withColumn("rid", F.monotonically_increasing_id()).cache()
-    # the runs' boundaries as event ordinals (the runs are few next to the events: broadcast, E is not shuffled)
-    SK = (E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("s_type"),
-                   F.col("flags").alias("s_flags"))
-          .join(F.broadcast(P.select("rid", "file", "start")), ["file", "start"]).drop("file", "start"))
-    TK = (E.select("file", "end", F.col("ordinal").alias("e_ord"))
-          .join(F.broadcast(P.select("rid", "file", "end")), ["file", "end"]).drop("file", "end"))
     ok = (F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull()
           & (F.col("count") == F.col("e_ord") - F.col("s_ord") + 1) & (F.col("length") == F.col("end") - F.col("start"))
           & ((F.col("count") != 1) | F.col("type").isNull()
-             | ((F.col("type") == F.col("s_type")) & (F.col("flags") == F.col("s_flags")))))
+             | ((F.col("type") == F.col("e_type")) & (F.col("flags") == F.col("e_flags")))))
     # B, A and B2 are checkpointed, not cached: the later plans that read them matched none of their cache entries
     # (each read planned and ran B's broadcasts and A's windows again: 12 broadcast jobs in the step's last plan).
-    # Not eager: a lazy checkpoint cuts the plans' lineage at once and is filled by the first job that reads it (B by
-    # the `runs` job, A and B2 by the ledger's checkpoint job; each read whole), where an eager one is a job of its own
-    B = (P.join(SK, "rid", "left").join(TK, "rid", "left").withColumn("ok", F.coalesce(ok, F.lit(False)))
-         .localCheckpoint(eager=False))
-    # one job: whether there are runs at all, and the connections of those that fit the binlog
-    runs = B.agg(F.count("*").alias("n"), F.collect_set(F.when(F.col("ok"), F.col("conn"))).alias("conns")).collect()[0]
-    if not runs.n:
-        P.unpersist()
-        B.unpersist()
-        return []  # ledgers written before policy runs, or a dump without any
-    run_conns = list(runs.conns)
+    # Not eager: a lazy checkpoint cuts the plans' lineage at once and is filled by the first job that reads it (B, A
+    # and B2 by the ledger's checkpoint job; each read whole), where an eager one is a job of its own
+    B = P.withColumn("ok", F.coalesce(ok, F.lit(False))).localCheckpoint(eager=False)
     V = B.filter(F.col("ok"))
     # the events the connection's type rules filter (for the connections that have runs), and the runs' heads
     EV = (E.select("file", "ordinal", "start", "end", "type", "flags",
@@ -459,29 +491,37 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
             F.col("run.ledger_file").alias("ledger_file")]
     null_int, null_str = F.lit(None).cast("int"), F.lit(None).cast("string")
 
-    def sent(start: Any, end: Any, count: Any) -> list[Any]:
+    def sent(start: Any, end: Any, count: Any, s_ord: Any, e_ord: Any) -> list[Any]:
+        # a sent record's type is null: its e_type/e_flags are read by no rule (check 1 compares them for typed ones)
         return [start.alias("start"), end.alias("end"), count.alias("count"), (end - start).alias("length"),
                 F.lit("sent").alias("action"), null_str.alias("why"), null_int.alias("type"),
-                null_int.alias("flags"), (end - start).alias("sent_length")]
+                null_int.alias("flags"), (end - start).alias("sent_length"), s_ord.alias("s_ord"),
+                null_int.alias("e_type"), null_int.alias("e_flags"), e_ord.alias("e_ord")]
 
-    gaps = A.filter(F.col("g_count") > 0).select(*head, *sent(F.col("g_start"), F.col("ev_start"), F.col("g_count")))
-    tails = A.filter(F.col("tail") & (F.col("run.last") > F.col("k"))).select(
-        *head, *sent(F.col("ev_end"), F.col("run.end"), F.col("run.last") - F.col("k")))
+    # the events between two filtered ones (or the run's start) are k - g_count .. k - 1; after the last, k + 1 ..
+    k = F.col("k")
+    gaps = A.filter(F.col("g_count") > 0).select(
+        *head, *sent(F.col("g_start"), F.col("ev_start"), F.col("g_count"), k - F.col("g_count"), k - 1))
+    tails = A.filter(F.col("tail") & (F.col("run.last") > k)).select(
+        *head, *sent(F.col("ev_end"), F.col("run.end"), F.col("run.last") - k, k + 1, F.col("run.last")))
     one = F.col("count") == 1
     isl = (A.groupBy("conn", "file", "run", "isl", "expected")
            .agg(F.min("ev_start").alias("start"), F.max("ev_end").alias("end"), F.count("*").alias("count"),
-                F.min("type").alias("i_type"), F.min("flags").alias("i_flags"))
+                F.min("type").alias("i_type"), F.min("flags").alias("i_flags"), F.min("k").alias("s_ord"),
+                F.max("k").alias("e_ord"), F.min_by("type", "k").alias("e_type"),
+                F.min_by("flags", "k").alias("e_flags"))
            .select(*head, "start", "end", "count", (F.col("end") - F.col("start")).alias("length"),
                    F.col("expected").alias("action"), F.lit(WHY_CAPABILITY).alias("why"),
                    F.when(one, F.col("i_type")).alias("type"), F.when(one, F.col("i_flags")).alias("flags"),
                    F.when(F.col("expected") == "hole", F.lit(0).cast("bigint"))
-                   .otherwise(F.col("end") - F.col("start")).alias("sent_length")))
+                   .otherwise(F.col("end") - F.col("start")).alias("sent_length"), *BOUNDS))
     per_run = A.groupBy(rid.alias("rid")).agg(
         F.count("*").alias("p_n"),
         F.sum(F.when(F.col("expected") == "hole", F.col("ev_end") - F.col("ev_start")).otherwise(0)).alias("p_hole"))
     B2 = V.join(per_run, "rid", "left").localCheckpoint(eager=False)
     bare = B2.filter(F.col("p_n").isNull()).select(  # no event the type rules filter: all of it sent as stored
-        "seq", "conn", "ts_us", "file", "ledger_file", *sent(F.col("start"), F.col("end"), F.col("count")))
+        "seq", "conn", "ts_us", "file", "ledger_file",
+        *sent(F.col("start"), F.col("end"), F.col("count"), F.col("s_ord"), F.col("e_ord")))
     expanded = gaps.unionByName(tails).unionByName(isl).unionByName(bare).withColumn("r", F.lit("ev"))
     kept = B.filter(~F.col("ok")).select(*L.columns)  # not on the binlog's events: check 1 reports it as it is
     # checkpointed, not only cached: every check builds on these records, and their lineage (windows, joins, unions)
@@ -567,7 +607,7 @@ def check_coverage(data: AuditData) -> list[tuple]:
 
     F = _F()
     out: list[tuple] = []
-    R = records(data)
+    R = record_bounds(data)
     out += _rows(R.filter(F.col("fi").isNull()), 1, "error",
                  F.concat(F.lit("record names binlog file "), F.col("file"), F.lit(", which is not in the binlog "
                                                                                   "directory")))
@@ -585,13 +625,7 @@ def check_coverage(data: AuditData) -> list[tuple]:
     ws = Window.partitionBy("conn").orderBy("seq", "fi", "start")
     R = R.select("*", F.lag("seq").over(ws).alias("s_prev_seq"), F.lag("fi").over(ws).alias("s_prev_fi"),
                  F.lag("start").over(ws).alias("s_prev_start"), F.lag("end").over(ws).alias("s_prev_end"))
-    # boundaries and counts against the binlog's events: (file, start) and (file, end) are unique among the events,
-    # so B has R's rows, one each, and every rule of this check reads one pass over B
-    E = data.events.select("file", "start", "end", "ordinal", "type", "flags")
-    S = E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("e_type"),
-                 F.col("flags").alias("e_flags"))
-    T = E.select("file", F.col("end"), F.col("ordinal").alias("e_ord"))
-    B = R.join(S, ["file", "start"], "left").join(T, ["file", "end"], "left")
+    # boundaries and counts against the binlog's events are `record_bounds`' columns: one pass over R for every rule
     first = F.col("prev_end").isNull() & ((F.col("fi") != F.col("start_fi")) | (F.col("start") != F.col("start_pos")))
     same = F.col("pfi") == F.col("fi")
     # records that tile the file but were written in another order (an overlap or a gap is reported as such)
@@ -601,7 +635,7 @@ def check_coverage(data: AuditData) -> list[tuple]:
                                                   & (F.col("start") < F.col("s_prev_end")))
     newfile = F.col("pfi").isNotNull() & (F.col("pfi") != F.col("fi"))
     ok = F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull()
-    out += _rows_of(B, [
+    out += _rows_of(R, [
         (first, 1, "error", F.format_string("records begin here, but the connection started at position %d of file "
                                             "#%d", F.col("start_pos"), F.col("start_fi"))),
         (same & (F.col("start") > F.col("prev_end")), 1, "error",
@@ -913,17 +947,13 @@ def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any
 # ---- check 6: position continuity ---------------------------------------------------------------------------------
 
 
-def check_continuity(data: AuditData) -> list[tuple]:
-    F = _F()
+def check_continuity(data: AuditData, totals: list[Any]) -> list[tuple]:
+    """Check 6 from `ledger_totals`' rows: the holes (not a GTID connect's) per (connection, why)."""
     out: list[tuple] = []
-    low = [c for c in data.connections if c.capability < CAP_TOLERATE_HOLES]
-    if not low:
-        return out
-    by = {c.conn: c for c in low}
-    H = (data.ledger.filter((F.col("r") == "ev") & (F.col("action") == "hole") &
-                            F.col("conn").isin(list(by)) & (F.coalesce(F.col("why"), F.lit("")) != "gtid_start"))
-         .groupBy("conn", "why").agg(F.sum("count").alias("n"), F.min(F.struct("file", "start")).alias("first")))
-    for r in H.collect():
+    by = {c.conn: c for c in data.connections if c.capability < CAP_TOLERATE_HOLES}
+    for r in totals:
+        if r.kind != "hole" or r.conn not in by:
+            continue
         c = by[r.conn]
         documented = c.compat == "mariadb" and r.why == "skip_replication"
         sev = "warning" if documented else "error"
@@ -1070,7 +1100,7 @@ def check_relay(data: AuditData) -> tuple[list[tuple], dict[str, dict[str, Any]]
 # ---- check 10: ledger integrity ------------------------------------------------------------------------------------
 
 
-def check_ledger(data: AuditData, explained: frozenset[int] = frozenset()) -> list[tuple]:
+def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] = frozenset()) -> list[tuple]:
     """Check 10 over the records as written. An unparsable line is named by the seq and connection its text still
     shows (and that seq is not also reported missing); a torn last line (the length binlogd's startup reports) is a
     warning. A run of missing seqs names its connection only when the records on both sides are that connection's
@@ -1084,7 +1114,8 @@ def check_ledger(data: AuditData, explained: frozenset[int] = frozenset()) -> li
     L = data.ledger if data.raw_ledger is None else data.raw_ledger  # seq per record as written
     torn_files = {t[0]: t for t in data.torn}
     txt = F.col("_corrupt_record")
-    bad = (L.filter(txt.isNotNull())
+    # a ledger parsed strictly (staged) has no unparsable record: no job to find none
+    bad = [] if data.strict_ledger else (L.filter(txt.isNotNull())
            .select("ledger_file", txt.alias("text"),
                    F.regexp_extract(txt, r'"seq"\s*:\s*(\d+)', 1).alias("t_seq"),
                    F.regexp_extract(txt, r'"conn"\s*:\s*(\d+)', 1).alias("t_conn"),
@@ -1139,8 +1170,11 @@ def check_ledger(data: AuditData, explained: frozenset[int] = frozenset()) -> li
                                                               "were removed"))
     # close.events against the records (the dump's own counter vs the ledger's records)
     sent = ("sent", "dummy", "begin", "renamed", "fake")
-    sums = dict(data.ledger.filter((F.col("r") == "ev") & F.col("action").isin(*sent))
-                .groupBy("conn").agg(F.sum("count")).collect())
+    by_conn: dict[Any, list[int | None]] = {}
+    for r in totals:  # `ledger_totals`: kind is the action for these
+        if r.kind in sent:
+            by_conn.setdefault(r.conn, []).append(r.n)
+    sums = {conn: _sum_groups(ns) for conn, ns in by_conn.items()}
     for c in data.connections:
         if c.close_events is not None and c.conn not in lost | explained and sums.get(c.conn, 0) != c.close_events:
             out.append(finding(10, "error", c.conn, c.end_file, c.end_pos,
@@ -1156,18 +1190,37 @@ def _action_kind(F: Any) -> Any:
                   F.lit("skipped")).otherwise(F.col("action"))
 
 
-def action_totals(data: AuditData) -> dict[int, dict[str, dict[str, int]]]:
-    """Per connection: events and bytes per action (bytes: stored bytes covered; for fake, bytes generated)."""
+def ledger_totals(data: AuditData) -> list[Any]:
+    """One job for what checks 6, 9 and 10 sum over the ev records: per (conn, action as the summary counts it,
+    and for holes their why) the events, stored bytes, sent bytes and the first position. Each reader sums the rows
+    it needs (`_sum_groups`: null where Spark's sum over those records would be null)."""
     F = _F()
-    rows = (data.ledger.filter(F.col("r") == "ev").withColumn("action", _action_kind(F)).groupBy("conn", "action")
-            .agg(F.sum("count").alias("n"), F.sum("length").alias("len"), F.sum("sent_length").alias("sent"))
+    kind = _action_kind(F)
+    return (data.ledger.filter(F.col("r") == "ev")
+            .groupBy("conn", kind.alias("kind"), F.when(kind == "hole", F.col("why")).alias("why"))
+            .agg(F.sum("count").alias("n"), F.sum("length").alias("len"), F.sum("sent_length").alias("sent"),
+                 F.min(F.struct("file", "start")).alias("first"))
             .collect())
+
+
+def _sum_groups(values: list[int | None]) -> int | None:
+    """Spark's sum over the union of groups from their sums: null only when every group's was."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def action_totals(totals: list[Any]) -> dict[int, dict[str, dict[str, int]]]:
+    """Per connection: events and bytes per action (bytes: stored bytes covered; for fake, bytes generated)."""
+    groups: dict[tuple[Any, Any], list[Any]] = {}
+    for r in totals:
+        groups.setdefault((r.conn, r.kind), []).append(r)
     out: dict[int, dict[str, dict[str, int]]] = {}
-    for r in rows:
-        d = out.setdefault(r.conn, {"actions": {}, "bytes": {}, "sent_bytes": {}})
-        d["actions"][r.action] = int(r.n or 0)
-        d["bytes"][r.action] = int((r.sent if r.action == "fake" else r.len) or 0)
-        d["sent_bytes"][r.action] = int(r.sent or 0)
+    for (conn, action), rows in groups.items():
+        n, length, sent = (_sum_groups([getattr(r, k) for r in rows]) for k in ("n", "len", "sent"))
+        d = out.setdefault(conn, {"actions": {}, "bytes": {}, "sent_bytes": {}})
+        d["actions"][action] = int(n or 0)
+        d["bytes"][action] = int((sent if action == "fake" else length) or 0)
+        d["sent_bytes"][action] = int(sent or 0)
     return out
 
 

@@ -138,13 +138,22 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None) -> Path | None
     return out
 
 
+def staged_rows(staged: Path) -> int:
+    """The records of a `stage_ledger` directory, from its Parquet footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(p).num_rows for p in staged.glob("part-*.parquet"))
+
+
 def read_ledger(spark: Any, files: LedgerFiles, staged: Path | None = None) -> Any:
     """All records as one DataFrame (schema above + `ledger_file`), cached: Spark needs that to query
-    `_corrupt_record` on its own. `staged`: `stage_ledger`'s directory of the same files, read instead."""
+    `_corrupt_record` on its own. `staged`: `stage_ledger`'s directory of the same files, read instead and not
+    cached (its few readers scan the Parquet columns they need; the checks read the deduplicated copy, cached by
+    `checks.drop_repeated_records`: building a cache of every column twice cost the connection step's job)."""
     from pyspark.sql import functions as F
 
     if staged is not None:
-        return spark.read.schema(f"{SCHEMA_DDL}, ledger_file STRING").parquet(str(staged)).cache()
+        return spark.read.schema(f"{SCHEMA_DDL}, ledger_file STRING").parquet(str(staged))
     df = (spark.read.schema(SCHEMA_DDL)
           .option("mode", "PERMISSIVE")
           .option("columnNameOfCorruptRecord", "_corrupt_record")

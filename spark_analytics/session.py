@@ -48,7 +48,14 @@ C1_INPUT_BYTES = 256 << 20
 # with 2 shuffle partitions (the machine's cores), the 20 000-event audit ran 59 jobs, 118 stages, 384 tasks
 # instead of 92, 138 and 1 005 (benchmarks/README.md, "third session"). Large inputs keep AQE: its coalescing and
 # join choice pay there.
-SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "2"}
+# Code generation off as well: with few rows, generating and compiling (Janino) Java for every operator and
+# expression costs more than interpreting them. A JFR profile of the small audit (benchmarks/README.md, "ninth
+# session") had 48 % of the task threads' samples and 24 % of the driver thread's in code generation; with both
+# settings the JVM's CPU fell from 27.6-28.0 s to 21.7-25.6 s (three pairs), whole-stage codegen off alone to
+# 24.4-25.3 s. `factoryMode` is an internal setting (Spark's tests use it): a Spark that ignores it generates code
+# as before, with the same results.
+SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "2",
+                        "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 # Class-data sharing: a driver JVM's start is mostly loading and verifying Spark's ~30 000 classes from 280 jars.

@@ -612,7 +612,7 @@ def test_staged_ledger_gives_the_rows_of_spark_json_read(spark, oracle_scenario:
     Spark's JSON reader; a ledger pyarrow would read otherwise than Spark (a number where the schema has a string,
     which Spark turns into text; a blank line; two objects on one line; a float count; a key named like the
     corrupt-record column; a torn tail) is not staged (None): Spark reads the JSON, as before."""
-    from binlogd.spark_analytics.ledger import ledger_files, read_ledger, stage_ledger
+    from binlogd.spark_analytics.ledger import ledger_files, read_ledger, stage_ledger, staged_rows
 
     ledger = tmp_path / "ledger"
     shutil.copytree(oracle_scenario.ledger_dir, ledger)
@@ -625,6 +625,7 @@ def test_staged_ledger_gives_the_rows_of_spark_json_read(spark, oracle_scenario:
     assert got.schema == want.schema
     rows = sorted((tuple(r) for r in want.collect()), key=repr)
     assert rows == sorted((tuple(r) for r in got.collect()), key=repr) and len(rows) == len(_load(f))
+    assert staged_rows(staged) == len(rows)  # the summary's record count without a Spark job
     text = f.read_bytes()
     lines = text.splitlines(keepends=True)
     for bad in (b'{"r": "ev", "seq": 2, "conn": 1, "file": 12}\n', b"\n", b'{"r": "ev"} {"r": "ev"}\n',
