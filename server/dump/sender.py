@@ -7,8 +7,10 @@ thread copies; the completion comes back through an eventfd the loop watches. A 
 first and cost more than it saved: each hand-off woke a Python thread that had to take the GIL back.
 
 The thread sends without waiting (a full socket takes less): the dump hands the rest to its transport, whose
-back-pressure holds as before. Where the extension is not built, or BINLOGD_NO_SEND_THREAD=1, every write stays on
-the loop.
+back-pressure holds as before. Off unless `binlogd serve --send-thread`: on the 2-core benchmark machine, whose
+other core the readers occupy, it moved the copies (the busiest thread's share of the server's CPU 90 % -> ~55 %)
+but neither gained nor lost throughput against the loop alone in the same runs (benchmarks/README.md, issue 12
+ninth session); it is for machines whose other cores are free.
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ log = logging.getLogger("binlogd.dump")
 
 OFFLOAD_MIN = 64 << 10  # smaller writes go on the loop: a hand-off costs about as much as copying that much
 OFFLOAD_DUMPS = 2  # a dump running alone has nothing for the loop to do meanwhile
-enabled = _sender is not None and os.environ.get("BINLOGD_NO_SEND_THREAD", "") in ("", "0")
+enabled = False  # `binlogd serve --send-thread` (cli.py) turns it on
+
+
+def available() -> bool:
+    """Is the C extension built?"""
+    return _sender is not None
 
 
 # submitted writes by token, process-wide: the bytes stay referenced until the thread is done with them, even when
