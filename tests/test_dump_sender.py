@@ -7,11 +7,9 @@ on serving. Without `--send-thread` every write stays on the loop."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import socket
 import struct
-import time
 from pathlib import Path
 
 import pymysql
@@ -29,37 +27,11 @@ from tests.test_fanout import (
 )
 
 
-async def _slow(conn: pymysql.Connection, cmd: bytes, pause: float = 0.01) -> Stream:
+async def _slow(conn: pymysql.Connection, cmd: bytes) -> Stream:
     """A reader with a small receive buffer that pauses after every 64 KiB it reads: the dump's sends are often
-    partial, and its stream lasts about a second. Hashes what it reads as `_stream` does."""
-    sock: socket.socket = conn._sock  # type: ignore[attr-defined]
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
-    sock.setblocking(False)
-    reader, writer = await asyncio.open_connection(sock=sock, limit=65536)
-    t0 = time.monotonic()
-    writer.write(cmd)
-    await writer.drain()
-    h, size, end, mark = hashlib.sha256(), 0, "closed", 0
-    try:
-        while True:
-            hdr = await reader.readexactly(4)
-            payload = await reader.readexactly(struct.unpack("<I", hdr)[0] & 0xFFFFFF)
-            h.update(hdr)
-            h.update(payload)
-            size += 4 + len(payload)
-            if payload[:1] == b"\xff" or (payload[:1] == b"\xfe" and len(payload) < 9):
-                end = "ERR" if payload[:1] == b"\xff" else "EOF"
-                break
-            if size - mark >= 65536:
-                mark = size
-                await asyncio.sleep(pause)
-    except asyncio.IncompleteReadError:
-        pass
-    except ConnectionResetError:
-        end = "reset"
-    finally:
-        writer.close()
-    return Stream(h.hexdigest(), size, end, time.monotonic() - t0)
+    partial, and its stream lasts about a second."""
+    conn._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)  # type: ignore[attr-defined]
+    return await _stream(conn, cmd, pace=0.01)
 
 
 async def _vanish(conn: pymysql.Connection, cmd: bytes, after: int) -> None:

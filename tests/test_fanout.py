@@ -87,8 +87,10 @@ def _dump_cmd(flags: int, server_id: int, file: str = "mysql-bin.000001", pos: i
     return struct.pack("<I", len(body)) + body  # packet sequence id 0
 
 
-async def _stream(conn: pymysql.Connection, cmd: bytes, before_read: Callable[[], object] | None = None) -> Stream:
-    """Send the dump command on the session's socket and hash every byte until EOF/ERR or close."""
+async def _stream(conn: pymysql.Connection, cmd: bytes, before_read: Callable[[], object] | None = None,
+                  pace: float = 0.0) -> Stream:
+    """Send the dump command on the session's socket and hash every byte until EOF/ERR or close (`pace`: sleep
+    that long after every 64 KiB read, a slow reader)."""
     sock: socket.socket = conn._sock  # type: ignore[attr-defined]
     sock.setblocking(False)
     reader, writer = await asyncio.open_connection(sock=sock)
@@ -98,7 +100,7 @@ async def _stream(conn: pymysql.Connection, cmd: bytes, before_read: Callable[[]
     if before_read is not None:
         await before_read()  # type: ignore[misc]
     h = hashlib.sha256()
-    size = 0
+    size = mark = 0
     end = "closed"
     try:
         while True:
@@ -111,6 +113,9 @@ async def _stream(conn: pymysql.Connection, cmd: bytes, before_read: Callable[[]
             if payload[:1] == b"\xff" or (payload[:1] == b"\xfe" and len(payload) < 9):
                 end = "ERR" if payload[:1] == b"\xff" else "EOF"
                 break
+            if pace and size - mark >= 65536:
+                mark = size
+                await asyncio.sleep(pace)
     except asyncio.IncompleteReadError:
         pass
     except ConnectionResetError:
