@@ -288,6 +288,23 @@ def _head_span(data: bytes) -> int:
 STATES_AT = 8  # files whose GTID state at a position `gtid_state_at` keeps
 
 
+def _walk_gtids(data: bytes, state: BinlogState) -> tuple[int, int]:
+    """`_dumpscan.gtid_walk` in Python, for when it is not built: the GTIDs of the whole events of `data` added to
+    `state` as they come; (where the last whole event ends, the offset of an impossible event length or -1)."""
+    peek, p, n = EVENT_HEADER.unpack_from, 0, len(data)
+    while n - p >= HEADER_LEN:
+        _, typ, _, length, _, _ = peek(data, p)
+        if check_event_length(length) is not None:
+            return p, p
+        if p + length > n:
+            break
+        if typ == GTID_EVENT and length >= HEADER_LEN + 13:
+            d, sid, seq, _ = peek_gtid(data, p)
+            state.update(Gtid(d, sid, seq))
+        p += length
+    return p, -1
+
+
 def _wake(fut: asyncio.Future[None]) -> None:
     """A `wait_change` timer: the waiter's time is up (unless a change came first)."""
     if not fut.done():
@@ -449,24 +466,14 @@ class BinlogStore:
         walk = native.dumpscan.gtid_walk if native.dumpscan is not None else None
         if walk is not None:  # the same walk in C, without the GIL (protocol/_dumpscan.c)
             used, bad, domains, servers, seqs = walk(data)
-            if bad >= 0:
-                raise BinlogFormatError(f"bogus event length {EVENT_HEADER.unpack_from(data, bad)[3]} at {start + bad}")
-            if seqs:
+            if seqs and bad < 0:
                 state.update_all(memoryview(domains).cast("I"), memoryview(servers).cast("I"),
                                  memoryview(seqs).cast("Q"))
-            return start + used
-        peek, p, n = EVENT_HEADER.unpack_from, 0, len(data)
-        while n - p >= HEADER_LEN:
-            _, typ, _, length, _, _ = peek(data, p)
-            if check_event_length(length) is not None:
-                raise BinlogFormatError(f"bogus event length {length} at {start + p}")
-            if p + length > n:
-                break
-            if typ == GTID_EVENT and length >= HEADER_LEN + 13:
-                d, sid, seq, _ = peek_gtid(data, p)
-                state.update(Gtid(d, sid, seq))
-            p += length
-        return start + p
+        else:
+            used, bad = _walk_gtids(data, state)
+        if bad >= 0:
+            raise BinlogFormatError(f"bogus event length {EVENT_HEADER.unpack_from(data, bad)[3]} at {start + bad}")
+        return start + used
 
     def _head_state(self, name: str) -> tuple[BinlogState, int]:
         """The state a file starts with (its GTID_LIST) and where its events start."""
