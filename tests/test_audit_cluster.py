@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,12 +25,6 @@ pytestmark = pytest.mark.mariadb
 VOLATILE = ("generated_at", "seconds", "step_seconds")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _spark_home() -> Path:
     import pyspark
 
@@ -44,36 +38,54 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _logged(path: Path, pattern: str, procs: list[subprocess.Popen[bytes]], deadline: float) -> str:
+    """The first group of `pattern` once the daemon's log shows it: the ports it really bound (asked for port 0, it
+    picks free ones itself, so no other process can take them between our choice and its bind)."""
+    while time.monotonic() < deadline:
+        m = re.search(pattern, path.read_text(errors="replace"))
+        if m:
+            return m.group(1)
+        assert all(p.poll() is None for p in procs), path.read_text()[-2000:]
+        time.sleep(0.2)
+    raise AssertionError(f"{path.name}: no {pattern!r} in 120 s: {path.read_text()[-2000:]}")
+
+
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[str]:
-    """A standalone master and two one-core workers; yields the master URL."""
+    """A standalone master and two one-core workers; yields the master URL. Every port is the daemons' own choice
+    (port 0), read back from their logs; the master's REST server (a fixed port, 6066) is off."""
     spark_class = str(_spark_home() / "bin" / "spark-class")
-    port, ui = _free_port(), _free_port()
     procs: list[subprocess.Popen[bytes]] = []
     logs = tmp_path / "cluster-logs"
     logs.mkdir()
+    env = dict(_env(), SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
 
-    def start(name: str, *args: str) -> None:
-        out = (logs / f"{name}.log").open("wb")
-        procs.append(subprocess.Popen([spark_class, *args], stdout=out, stderr=subprocess.STDOUT, env=_env(),
-                                      cwd=tmp_path))
+    def start(name: str, *args: str) -> Path:
+        log = logs / f"{name}.log"
+        with log.open("wb") as out:
+            procs.append(subprocess.Popen([spark_class, *args], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                          cwd=tmp_path))
+        return log
 
     try:
-        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-              "--webui-port", str(ui))
-        url = f"spark://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        master = start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
+                       "--webui-port", "0")
+        url = _logged(master, r"Starting Spark master at (spark://\S+)", procs, deadline)
+        ui = _logged(master, r"Successfully started service 'MasterUI' on port (\d+)", procs, deadline)
         for i in range(2):
             work = tmp_path / f"work{i}"
             work.mkdir()
             start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "1",
-                  "--memory", "1g", "--webui-port", str(_free_port()), "--work-dir", str(work))
-        deadline = time.monotonic() + 120
+                  "--memory", "1g", "--webui-port", "0", "--work-dir", str(work))
         alive = 0
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
-                    alive = json.loads(r.read()).get("aliveworkers", 0)
-            except OSError:
+                    state = json.loads(r.read())
+                assert state.get("url") == url, state  # the master we started answers on that port
+                alive = state.get("aliveworkers", 0)
+            except (OSError, ValueError):  # not up yet (or an HTML page while its UI starts)
                 alive = 0
             if alive == 2:
                 break
