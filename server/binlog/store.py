@@ -34,7 +34,7 @@ from binlogd.protocol.constants import (
 )
 from binlogd.protocol.gtid import BinlogState, Gtid, peek_gtid, peek_gtid_list
 
-from .index import NUMBERED, read_names
+from .index import NUMBERED, IndexReader
 
 log = logging.getLogger("binlogd.store")
 
@@ -328,6 +328,7 @@ class BinlogStore:
         self.allow_empty = allow_empty
         self.basename = basename or self._guess_basename()
         self.index_path = self.directory / f"{self.basename}.index"
+        self._index = IndexReader(self.directory, self.basename, self.index_path)
         # the waiters of `wait_change`, one future each, resolved at the next change (a set: a waiter that timed out
         # leaves it at once, so an idle store's heartbeating dumps leave nothing behind)
         self._waiters: set[asyncio.Future[None]] = set()
@@ -346,7 +347,7 @@ class BinlogStore:
         self.generation = 0
         self._published: tuple[str, int] | None = None  # (active file, committed end) when binlogd writes
         # the names as binlogd's writer last wrote them to the index (`own_names`): None when another process may
-        # write the directory, and the index is read at every call
+        # write the directory, and the index is read again whenever it changed (`IndexReader`)
         self._names: tuple[str, ...] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # the bound loop's thread, learnt at its first `_bump` (until then every publish takes the thread-safe way);
@@ -370,7 +371,7 @@ class BinlogStore:
     def files(self) -> list[str]:
         """Binlog file names in index order (the index when present, else numbered files)."""
         owned = self._names
-        names = list(owned) if owned is not None else read_names(self.directory, self.basename, self.index_path)
+        names = list(owned) if owned is not None else self._index.names()
         if not names and not self.allow_empty:
             raise StoreError(f"no binlog files named {self.basename}.NNNNNN in {self.directory}")
         return names
