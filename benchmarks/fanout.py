@@ -26,9 +26,11 @@ import asyncio
 import hashlib
 import multiprocessing
 import os
+import shlex
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -73,6 +75,14 @@ def _thread_cpu(pid: int) -> dict[int, float]:
     return out
 
 
+def _syscw(pid: int) -> int:
+    """Write syscalls of the whole process so far (every thread's, the dead ones' too)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("syscw:"):
+            return int(line.split()[1])
+    return 0
+
+
 def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -89,6 +99,10 @@ class Result:
     top_thread: float  # the busiest thread's share of the server's CPU (1.0: everything on one thread)
     digests: list[str]
     load: str
+    # write()/writev() syscalls during the N dumps (/proc/PID/io syscw: the kernel does not count send()/sendmsg(),
+    # which MariaDB and binlogd's sender thread use, so the column is the loop's writes; "-" for MariaDB)
+    writes: int = 0
+    bytes: int = 0  # what the N dumps were sent (their streams' sizes)
     stall_free: float = 0.0
     stall_busy: float = 0.0
     stall_growth_kib: int = 0
@@ -234,7 +248,7 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
     else:
         conns = await _open_sessions(host, port, kinds)
     load = _load()
-    t0, cpu0, threads0 = time.monotonic(), _cpu_seconds(pid), _thread_cpu(pid)
+    t0, cpu0, threads0, syscw0 = time.monotonic(), _cpu_seconds(pid), _thread_cpu(pid), _syscw(pid)
     peak_anon = base_anon
     window: list[tuple[float, float]] = [(t0, cpu0)]  # (time, CPU s) samples of the last 100 ms
     peak_cores = 0.0
@@ -253,14 +267,15 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
             await asyncio.sleep(0.02)
         got = [(g.digest, g.end) if isinstance(g, Stream) else g for g in await task]
     wall, cpu = time.monotonic() - t0, _cpu_seconds(pid) - cpu0
-    threads1 = _thread_cpu(pid)
+    threads1, writes = _thread_cpu(pid), _syscw(pid) - syscw0
     top = max((t - threads0.get(tid, 0.0) for tid, t in threads1.items()), default=0.0)
     if perf is not None:
         perf.send_signal(signal.SIGINT)
         perf.wait(timeout=60)
     same = all(g == (alone[k].digest, alone[k].end) for g, k in zip(got, kinds, strict=True))
     res = Result(name, (rss.peak - base) / dumps, (peak_anon - base_anon) / dumps, wall, cpu, same,
-                 peak_cores, top / cpu if cpu > 0 else 0.0, [a.digest for a in alone], load)
+                 peak_cores, top / cpu if cpu > 0 else 0.0, [a.digest for a in alone], load, writes,
+                 sum(alone[k].size for k in kinds))
     if stall > 0:
         await _stall(res, host, port, pid, stall, alone[0])
     return res
@@ -322,12 +337,14 @@ def _table(results: list[Result], dumps: int, stall: float) -> None:
     maria = next((r for r in results if r.server == "mariadb"), None)
     print(f"\n{dumps} concurrent dumps (4 settings mixed), {ROWS} rows of {ROW_BYTES} B:")
     print(f"{'server':<14}{'KiB/conn RSS':>14}{'RssAnon':>10}{'wall s':>8}{'wall ÷ MariaDB':>16}{'CPU s':>7}"
-          f"{'peak cores':>11}{'top thread':>11}{'same as alone':>15}{'load 1/5/15':>16}")
+          f"{'peak cores':>11}{'top thread':>11}{'writes':>8}{'KiB/write':>10}{'same as alone':>15}"
+          f"{'load 1/5/15':>16}")
     for r in results:
         ratio = f"{maria.wall / r.wall:.2f}x" if maria else "-"
+        writes, per_write = ("-", "-") if r is maria else (str(r.writes), f"{r.bytes / max(1, r.writes) / 1024:.0f}")
         print(f"{r.server:<14}{r.per_conn_kib:>14.0f}{r.anon_per_conn_kib:>10.0f}{r.wall:>8.2f}{ratio:>16}"
               f"{r.cpu:>7.2f}{r.peak_cores:>11.2f}{r.top_thread:>11.0%}"
-              f"{'yes' if r.same_as_alone else 'NO':>15}{r.load:>16}")
+              f"{writes:>8}{per_write:>10}{'yes' if r.same_as_alone else 'NO':>15}{r.load:>16}")
     if maria:
         for r in results:
             if r is not maria:
@@ -342,6 +359,18 @@ def _table(results: list[Result], dumps: int, stall: float) -> None:
             ok = "yes" if r.stall_ok else f"NO ({r.stall_end})"
             print(f"{r.server:<14}{r.stall_free:>13.2f}{r.stall_busy:>12.2f}{r.stall_growth_kib:>16}{ok:>12}"
                   f"{r.stall_load:>16}")
+
+
+def _medians(rounds: list[list[Result]]) -> None:
+    """Per server over the rounds: the median wall, its ratio to MariaDB's median, the median CPU seconds."""
+    print(f"\nmedians over {len(rounds)} rounds:")
+    print(f"{'server':<14}{'wall s':>8}{'wall ÷ MariaDB':>16}{'CPU s':>7}{'ratios per round':>40}")
+    for i, r0 in enumerate(rounds[0]):
+        walls = [rs[i].wall for rs in rounds]
+        ratios = " ".join(f"{rs[0].wall / rs[i].wall:.2f}" for rs in rounds)
+        print(f"{r0.server:<14}{statistics.median(walls):>8.2f}"
+              f"{statistics.median(rs[0].wall for rs in rounds) / statistics.median(walls):>15.2f}x"
+              f"{statistics.median(rs[i].cpu for rs in rounds):>7.2f}{ratios:>40}")
 
 
 def _profile(p: argparse.ArgumentParser, given: list[str] | None) -> tuple[str, Path] | None:
@@ -359,13 +388,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=ROWS, help=f"rows of {ROW_BYTES} B in the binlog (default {ROWS})")
     p.add_argument("--stall", type=float, default=30.0, help="seconds the stalled reader reads nothing (0: skip)")
     p.add_argument("--binlogd-tree", type=Path, help="also measure binlogd from this source tree (before/after)")
+    p.add_argument("--alt-args", default="",
+                   help="options for that second binlogd (e.g. '--send-thread'); without --binlogd-tree it runs this "
+                        "tree: one option on and off in the same run")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="measure every server this many times, the order rotated each round (the machine is shared: "
+                        "the medians are printed after the rounds)")
     p.add_argument("--profile", nargs=2, metavar=("perf|py-spy", "DIR"),
                    help="profile each binlogd during the N dumps (DIR/NAME.perf.data or DIR/NAME.py-spy.txt)")
     p.add_argument("--reader-procs", type=int, default=4,
                    help="processes reading the N dumps (default 4; 0: one asyncio reader in this process)")
     args = p.parse_args(argv)
-    if args.dumps < 1 or args.rows < 1:
-        p.error("--dumps and --rows must be >= 1")
+    if args.dumps < 1 or args.rows < 1 or args.repeat < 1:
+        p.error("--dumps, --rows and --repeat must be >= 1")
     work = Path(tempfile.mkdtemp(prefix="binlogd-fanout-"))
     primary = MariaDB.start(work, "primary", 1, "--log-bin=mysql-bin", "--binlog-format=ROW",
                             "--binlog-annotate-row-events=ON", f"--max-connections={args.dumps + 100}")
@@ -380,22 +415,30 @@ def main(argv: list[str] | None = None) -> int:
         cmd = ["--binlog-dir", str(files), "--server-id", "1", "--compat", "mariadb"]
         cap = ["--max-connections", str(args.dumps + 100)]  # MariaDB's default 151 is below the dumps run here
         servers.append(("binlogd", Binlogd.start(cmd + cap, log_path=work / "binlogd.log")))
-        if args.binlogd_tree:
+        if args.binlogd_tree or args.alt_args:
+            tree = {"BINLOGD_BENCH_TREE": str(args.binlogd_tree.resolve())} if args.binlogd_tree else {}
             servers.append(("binlogd-alt", Binlogd.start(
-                cmd + cap, log_path=work / "binlogd-alt.log", module="benchmarks._binlogd_launcher", cwd=REPO_ROOT,
-                env={"BINLOGD_BENCH_TREE": str(args.binlogd_tree.resolve())})))
+                cmd + cap + shlex.split(args.alt_args), log_path=work / "binlogd-alt.log",
+                module="benchmarks._binlogd_launcher", cwd=REPO_ROOT, env=tree)))
         size = (files / "mysql-bin.000001").stat().st_size
         print(f"binlog: {size / 1e6:.1f} MB in mysql-bin.000001; load {_load()}")
         print(f"readers: {args.reader_procs or 'one asyncio'} process(es)")
-        results = [asyncio.run(_measure("mariadb", primary.host, primary.port, primary.pid, args.dumps, args.stall,
-                                        args.reader_procs, _profile(p, args.profile)))]
-        for name, s in servers:
-            results.append(asyncio.run(_measure(name, s.host, s.port, s.pid, args.dumps, args.stall,
-                                                args.reader_procs, _profile(p, args.profile))))
-        _table(results, args.dumps, args.stall)
+        targets = [("mariadb", primary.host, primary.port, primary.pid)]
+        targets += [(name, s.host, s.port, s.pid) for name, s in servers]
+        rounds: list[list[Result]] = []
+        for k in range(args.repeat):
+            order = targets[k % len(targets):] + targets[:k % len(targets)]
+            got = {t[0]: asyncio.run(_measure(*t, args.dumps, args.stall, args.reader_procs,
+                                               _profile(p, args.profile))) for t in order}
+            rounds.append([got[t[0]] for t in targets])
+            if args.repeat > 1:
+                print(f"\nround {k + 1} of {args.repeat} (order: {', '.join(t[0] for t in order)})")
+            _table(rounds[-1], args.dumps, args.stall)
+        if args.repeat > 1:
+            _medians(rounds)
         # binlogd must keep a stalled reader; MariaDB drops it after net_write_timeout (reported, not a failure)
         return 0 if all(r.same_as_alone and (args.stall <= 0 or r.stall_ok or r.server == "mariadb")
-                        for r in results) else 1
+                        for results in rounds for r in results) else 1
     finally:
         for _, s in servers:
             s.stop()
