@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from binlogd.server.binlog import index
 from binlogd.server.binlog.index import IndexReader
 
