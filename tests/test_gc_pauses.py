@@ -23,7 +23,9 @@ def unfrozen() -> Any:
 def test_freeze_moves_the_live_heap_out_of_collections(unfrozen: None) -> None:
     assert gc.get_freeze_count() == 0
     n = freeze_startup_heap()
-    assert n == gc.get_freeze_count() > 1000  # (the interpreter and pytest alone hold far more)
+    # (the interpreter and pytest alone hold far more); frozen objects that die leave the count (a temporary of the
+    # caller's, another thread's: xdist's), so it may have fallen a little since
+    assert 0 <= n - gc.get_freeze_count() < 100 and n > 1000
     assert len(gc.get_objects(2)) < n  # a full collection no longer walks them
 
 

@@ -61,11 +61,19 @@ class Server(Binlogd):
             raise HarnessError(f"{self!r}: SHOW MASTER STATUS is empty")
         return str(rows[0][0]), int(rows[0][1])
 
-    def connections(self) -> list[DumpConnection]:
-        """Every dump connection so far (open and closed), from the audit ledger, in the order they started."""
-        if self.ledger_dir is None:
+    def connections(self, at_least: int = 0, timeout: float = 10.0) -> list[DumpConnection]:
+        """Every dump connection so far (open and closed), from the audit ledger, in the order they started.
+        The ledger's thread writes a dump's records a moment after the dump hands them over, so a dump that began
+        just before the client's last read may not be there yet: ``at_least=N`` waits (up to ``timeout`` s) until
+        N connections are."""
+        ledger = self.ledger_dir
+        if ledger is None:
             raise HarnessError(f"{self!r} runs without a ledger (started with custom arguments)")
-        return read_connections(self.ledger_dir)
+        if at_least <= 0:
+            return read_connections(ledger)
+        return wait_until(lambda: c if len(c := read_connections(ledger)) >= at_least else None, timeout, 0.02,
+                          lambda: f"{at_least} dump connection(s) in the ledger of {self!r} "
+                                  f"({len(read_connections(ledger))} there)")
 
     def wait_for_clients(self, n: int, timeout: float = 10.0) -> list[DumpConnection]:
         """Wait until ``n`` dump connections are open at once; return them."""
