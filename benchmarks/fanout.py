@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import multiprocessing
 import os
 import shlex
@@ -35,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -153,13 +153,15 @@ async def _alone(host: str, port: int) -> list[Stream]:
 
 
 async def _lean_stream(conn: pymysql.Connection, cmd: bytes) -> tuple[str, str]:
-    """(digest, end) of a dump as tests/test_fanout.py's `_stream` computes them, at a fraction of its CPU: every
-    received chunk is hashed whole and only the packet headers are walked, to see the EOF/ERR that ends it."""
+    """(digest, end) of a dump at a fraction of tests/test_fanout.py's `_stream` CPU: every received chunk is
+    checksummed whole (CRC-32 and the size: 3.7 GB/s here, where SHA-256 does 1.6 and 200 readers of 12 MB spent
+    more of the two cores on it than either server spent serving) and only the packet headers are walked, to see
+    the EOF/ERR that ends it. Compared with the same digest of each setting's stream read alone (`_lean_alone`)."""
     sock: socket.socket = conn._sock  # type: ignore[attr-defined]
     sock.setblocking(False)
     loop = asyncio.get_running_loop()
     await loop.sock_sendall(sock, cmd)
-    h = hashlib.sha256()
+    crc, size = 0, 0
     buf = bytearray(RECV)
     mv = memoryview(buf)
     skip = 0  # payload bytes of the current packet still to come
@@ -168,8 +170,9 @@ async def _lean_stream(conn: pymysql.Connection, cmd: bytes) -> tuple[str, str]:
         while True:
             n = await loop.sock_recv_into(sock, buf)
             if n == 0:
-                return h.hexdigest(), "closed"
-            h.update(mv[:n])
+                return f"{crc:08x}/{size}", "closed"
+            crc = zlib.crc32(mv[:n], crc)
+            size += n
             k = min(skip, n)
             skip -= k
             data: bytes | memoryview = mv[k:n] if not carry else carry + bytes(mv[k:n])
@@ -179,16 +182,25 @@ async def _lean_stream(conn: pymysql.Connection, cmd: bytes) -> tuple[str, str]:
                 w = data[i] | data[i + 1] << 8 | data[i + 2] << 16
                 first = data[i + 4]
                 if first == 0xFF or (first == 0xFE and w < 9):
-                    return h.hexdigest(), "ERR" if first == 0xFF else "EOF"
+                    return f"{crc:08x}/{size}", "ERR" if first == 0xFF else "EOF"
                 i += 4 + w
             if i > m:
                 skip = i - m
             elif i < m:
                 carry = bytes(data[i:m])
     except ConnectionResetError:
-        return h.hexdigest(), "reset"
+        return f"{crc:08x}/{size}", "reset"
     finally:
         sock.close()
+
+
+async def _lean_alone(host: str, port: int) -> list[tuple[str, str]]:
+    """`_lean_stream`'s (digest, end) of each setting's dump, one at a time."""
+    out = []
+    for k, (_, flags) in enumerate(SETTINGS):
+        (conn,) = await _open_sessions(host, port, [k])
+        out.append(await _lean_stream(conn, _dump_cmd(flags, 600 + k)))
+    return out
 
 
 def _reader_proc(host: str, port: int, jobs: list[tuple[int, int]], pipe: Connection) -> None:
@@ -240,6 +252,7 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
                    profile: tuple[str, Path] | None = None) -> Result:
     base, base_anon = _status_kib(pid, "VmRSS"), _status_kib(pid, "RssAnon")
     alone = await _alone(host, port)
+    expect = await _lean_alone(host, port) if procs > 0 else [(a.digest, a.end) for a in alone]
     kinds = [i % len(SETTINGS) for i in range(dumps)]
     started = asyncio.Event()
     if procs > 0:
@@ -272,7 +285,8 @@ async def _measure(name: str, host: str, port: int, pid: int, dumps: int, stall:
     if perf is not None:
         perf.send_signal(signal.SIGINT)
         perf.wait(timeout=60)
-    same = all(g == (alone[k].digest, alone[k].end) for g, k in zip(got, kinds, strict=True))
+    same = all(g == expect[k] for g, k in zip(got, kinds, strict=True)) and (
+        procs <= 0 or all(e == (f"{e[0].split('/')[0]}/{a.size}", a.end) for e, a in zip(expect, alone, strict=True)))
     res = Result(name, (rss.peak - base) / dumps, (peak_anon - base_anon) / dumps, wall, cpu, same,
                  peak_cores, top / cpu if cpu > 0 else 0.0, [a.digest for a in alone], load, writes,
                  sum(alone[k].size for k in kinds))
