@@ -106,10 +106,9 @@ class AuditData:
     # policy-run records (`sent`, `policy` > 0) per connection, counted by `load_connections`' job
     run_counts: dict[int | None, int] = field(default_factory=dict)
     strict_ledger: bool = False  # the ledger was parsed strictly (staged): no `_corrupt_record` can be set
-    # the records with BOUNDS before `expand_policy_runs` (a policy run one record): checks 1 and 2 read them; None:
-    # `ledger`. With `prefix_columns` for the classes of `prefix` (`prefix_classes`)
+    # the records with BOUNDS before `expand_policy_runs` (a policy run one record): checks 1, 2 and 4 read them;
+    # None: `ledger`
     unexpanded: Any = None
-    prefix: dict[str, list[int]] = field(default_factory=dict)
 
 
 def _F() -> Any:
@@ -345,9 +344,8 @@ def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None =
 
 
 def prefix_classes(data: AuditData) -> dict[str, list[int]]:
-    """The event classes whose per-file prefix counts `_with_bounds` gives every record at its two ends (columns
-    `p_<class>_lo`, `p_<class>_hi`: the class's events before the record's first event and up to its last), so that
-    the events of a class in a record's range are one subtraction. Per policy `pid` of the connections without a
+    """The event classes whose per-file prefix counts `rule_suspects` reads at every record's two ends (the events
+    of a class in a record's range: one subtraction). Per policy `pid` of the connections without a
     table filter (a table filter's decisions are not a function of the event's type: its connections are checked
     per event): `hole<pid>`, `dummy<pid>`, `begin<pid>` (the three: not sent), `ncap<pid>` (not sent for another
     reason than the type rules a policy run applies). Keys from `policy_rules`: decide() stays the one rule."""
@@ -385,16 +383,10 @@ def records(data: AuditData, extra: tuple[str, ...] = (), ledger: Any = None) ->
 BOUNDS = ("s_ord", "e_type", "e_flags", "e_ord")
 
 
-# the events' prefix counts are summed per chunk of this many ordinals of a file (parallel tasks), then offset by the
-# chunks before it
-PREFIX_CHUNK = 1 << 18
-
-
 def _with_bounds(data: AuditData, L: Any) -> Any:
     """`L` with BOUNDS on its ev records (sent and FILTERED), from one probe of the events by those records'
     (file, start) and (file, end), broadcast (the records are few next to the events: E is scanned, not
-    shuffled). (file, start) and (file, end) are unique among the events: `L`'s rows, one each. With the prefix
-    counts of `data.prefix` (`prefix_classes`) at both ends (`_prefix_at`)."""
+    shuffled). (file, start) and (file, end) are unique among the events: `L`'s rows, one each."""
     F = _F()
     E = data.events
     recs = L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
@@ -403,50 +395,7 @@ def _with_bounds(data: AuditData, L: Any) -> Any:
                                                         ["file", "start"])
     TK = E.select("file", "end", F.col("ordinal").alias("e_ord")).join(
         F.broadcast(recs.select("file", "end").distinct()), ["file", "end"])
-    L = L.join(SK, ["file", "start"], "left").join(TK, ["file", "end"], "left")
-    if not data.prefix:
-        return L
-    P = _prefix_at(data, recs)
-    names = list(data.prefix)
-    return (L.join(P.select("file", "start", *[F.col(f"c_{n}").alias(f"p_{n}_lo") for n in names]),
-                   ["file", "start"], "left")
-            .join(P.select("file", F.col("start").alias("end"), *[F.col(f"c_{n}").alias(f"p_{n}_hi") for n in names]),
-                  ["file", "end"], "left"))
-
-
-def _prefix_at(data: AuditData, recs: Any) -> Any:
-    """Per (file, position) where a record starts or ends: `c_<class>`, the events of each class of `data.prefix`
-    before that position in the file (a record's count of a class is the difference at its end and start; a
-    record ending at the file's end reads a row past the last event). One running sum per chunk of PREFIX_CHUNK
-    ordinals plus the chunks before it; no per-event row kept (the positions asked for are few). Checkpointed: its
-    two readers (start, end) would run the window twice."""
-    from pyspark.sql import Window
-
-    F = _F()
-    key = _rule_key(F)
-    names = list(data.prefix)
-    chunk = (F.col("ordinal") / PREFIX_CHUNK).cast("long").alias("chunk")
-    E = data.events.select("file", "start", "ordinal", chunk,
-                           *[F.when(key.isin(ks), 1).otherwise(0).alias(f"i_{n}") for n, ks in data.prefix.items()])
-    # a row past each file's last event: the counts at the file's end
-    ends = [(f, st["end"], st["events"], st["events"] // PREFIX_CHUNK, *[0] * len(names))
-            for f, st in data.file_stats.items() if st.get("events")]
-    E = E.unionByName(data.spark.createDataFrame(ends, E.schema)) if ends else E
-    before = Window.partitionBy("file", "chunk").orderBy("ordinal").rowsBetween(Window.unboundedPreceding, -1)
-    at = E.select("file", "start", "chunk", *[F.coalesce(F.sum(f"i_{n}").over(before), F.lit(0)).alias(f"l_{n}")
-                                              for n in names])
-    keys = recs.select("file", "start").unionByName(recs.select("file", F.col("end").alias("start"))).distinct()
-    at = at.join(F.broadcast(keys), ["file", "start"])
-    wc = Window.partitionBy("file").orderBy("chunk").rowsBetween(Window.unboundedPreceding, -1)
-    offs = E.groupBy("file", "chunk").agg(*[F.sum(f"i_{n}").alias(f"t_{n}") for n in names]).select(
-        "file", "chunk", *[F.coalesce(F.sum(f"t_{n}").over(wc), F.lit(0)).alias(f"o_{n}") for n in names])
-    return (at.join(F.broadcast(offs), ["file", "chunk"])
-            .select("file", "start", *[(F.col(f"l_{n}") + F.col(f"o_{n}")).alias(f"c_{n}") for n in names])
-            .localCheckpoint())
-
-
-def prefix_columns(data: AuditData) -> list[str]:
-    return [f"p_{n}_{end}" for n in data.prefix for end in ("lo", "hi")]
+    return L.join(SK, ["file", "start"], "left").join(TK, ["file", "end"], "left")
 
 
 def record_bounds(data: AuditData, unexpanded: bool = False) -> Any:
@@ -525,11 +474,9 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
         data.raw_ledger = L
     # every record's boundaries (BOUNDS), joined here once, before the runs are expanded: the records the runs
     # expand to get theirs from the events they were cut from (below), not from a join of ~10x as many records
-    data.prefix = prefix_classes(data)
     L = _with_bounds(data, L).localCheckpoint(eager=False)
     data.cached.append(L)
     data.unexpanded = L
-    L = L.drop(*prefix_columns(data))
     if not data.run_counts:
         data.ledger = L  # ledgers written before policy runs, or dumps without any (`load_connections` counted them)
         return []
@@ -856,12 +803,16 @@ def table_filter_events(data: AuditData) -> Any:
 
 # suspect ranges kept per connection before all of its events are compared instead (`rule_suspects`)
 MAX_SUSPECTS = 64
+# `rule_suspects`' running sums: per chunk of this many bytes of a binlog file (parallel tasks), then offset by the
+# chunks before it
+PREFIX_CHUNK = 1 << 24
 
 
 def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | None]:
-    """Checks 2 and 4 per record, from the prefix counts at its two ends (`prefix_classes`): per connection, the
-    (file, start, end) of the records whose events the rule may not agree with (None: every event of the
-    connection). A connection not named has none: its records need no per-event comparison.
+    """Checks 2 and 4 per record, from per-file prefix counts of the rule's event classes at its two ends
+    (`prefix_classes`): per connection, the (file, start, end) of the records whose events the rule may not agree
+    with (None: every event of the connection). A connection not named has none: its records need no per-event
+    comparison.
 
     A record's events agree with the rule when: a `hole`/`dummy`/`begin` record (not a GTID connect's skip, which
     never disagrees) covers only events of its action's class; a plain `sent` record covers no event the rule
@@ -869,48 +820,83 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
     is withheld for another reason than its type rules (`ncap`). Every event check 2 or 4 names lies in a record
     that fails this (an expected event with no withheld record is named only inside a plain or run-expanded sent
     record; a withheld one only inside its record), so comparing the events of these ranges gives the same
-    findings as comparing all. A record off the events' boundaries, of a connection without a conn record or with a
-    table filter: all of that connection's events. One job over the records as written (`data.unexpanded`)."""
+    findings as comparing all. A record off the events' boundaries or outside its connection's range, of a
+    connection without a conn record or with a table filter: all of that connection's events.
+
+    One job over the records as written (`data.unexpanded`) and the events of the classes (no per-event row kept):
+    the records' two ends are put among those events in file order (by position: a record's start sorts before
+    the event starting there), one running sum per chunk of PREFIX_CHUNK bytes of a file plus the chunks before it
+    gives each end the events of each class before it, and each record sums its two ends (end minus start) for the
+    classes it is checked against."""
+    from pyspark.sql import Window
+
     F = _F()
     pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
     out: dict[int, list[tuple[str, int, int]] | None] = {c.conn: None for c in data.connections
                                                           if c.table_filters is not None}
-    if not data.prefix:
-        return {**{c: None for c in pids}, **out}
-
-    def count(cls: str, pid: int) -> Any:
-        if cls == "any":
-            return count("hole", pid) + count("dummy", pid) + count("begin", pid)
-        n = f"{cls}{pid}"
-        return F.col(f"p_{n}_hi") - F.col(f"p_{n}_lo") if n in data.prefix else F.lit(0)
-
-    R = with_conn(data, records(data, (*BOUNDS, "policy", *prefix_columns(data)), data.unexpanded),
+    classes = prefix_classes(data)
+    names = list(classes)
+    R = with_conn(data, records(data, (*BOUNDS, "policy"), data.unexpanded),
                   ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
-    # a record of a connection without a conn record: `with_conn` drops it; kept here, charged to all its events
-    R = R.unionByName(records(data, (*BOUNDS, "policy"), data.unexpanded).filter(~F.col("conn").isin(list(pids))),
-                      allowMissingColumns=True)
-    pid = F.col("policy_id")
-    n = F.col("e_ord") - F.col("s_ord") + 1
-    action = F.col("action")
-    same = F.lit(None)
+    pid, action = F.col("policy_id"), F.col("action")
+    run = F.coalesce(F.col("policy"), F.lit(0)) > 0
+    whole = F.col("s_ord").isNull() | F.col("e_ord").isNull() | (F.col("e_ord") < F.col("s_ord"))
+    # what each record is checked against: 1, its action's class covers all its events; 2, the three classes
+    # (not sent) none; 3, `ncap` none; 0: nothing (a GTID connect's skip); 4, never agrees (`renamed`)
+    mode = (F.when(action.isin("hole", "dummy", "begin"),
+                   F.when(F.coalesce(F.col("why"), F.lit("")) == "gtid_start", 0).otherwise(1))
+            .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
+    R = R.select("conn", "seq", "file", "start", "end", "action", "policy_id", mode.alias("mode"),
+                 F.coalesce(whole, F.lit(True)).alias("whole"), F.coalesce(~in_range(F), F.lit(True)).alias("out"),
+                 (F.col("e_ord") - F.col("s_ord") + 1).alias("n"))
+
+    def count(cls: str, p: int) -> Any:
+        n = f"{cls}{p}"
+        return F.col(f"c_{n}") if n in classes else F.lit(0)
+
+    value = F.lit(0)
     for p in set(pids.values()):
         for a in ("hole", "dummy", "begin"):
-            same = F.when((pid == p) & (action == a), count(a, p)).otherwise(same)
-        same = F.when((pid == p) & (action == "renamed"), F.lit(0)).otherwise(same)  # never a type rule's
-    run = F.coalesce(F.col("policy"), F.lit(0)) > 0
-    per_policy = {cls: F.lit(None) for cls in ("any", "ncap")}
-    for cls in per_policy:
-        for p in set(pids.values()):
-            per_policy[cls] = F.when(pid == p, count(cls, p)).otherwise(per_policy[cls])
-    whole = (~F.col("conn").isin(list(pids)) | F.col("s_ord").isNull() | F.col("e_ord").isNull()
-             | (F.col("e_ord") < F.col("s_ord")))
-    disagree = (
-        ~in_range(F)
-        | (action.isin(*FILTERED) & (F.coalesce(F.col("why"), F.lit("")) != "gtid_start") & (same != n))
-        | ((action == "sent") & ~run & (per_policy["any"] > 0))
-        | ((action == "sent") & run & (per_policy["ncap"] > 0)))
-    rows = (R.filter(F.coalesce(whole | disagree, F.lit(True)))
-            .groupBy("conn").agg(F.max(F.coalesce(whole, F.lit(True))).alias("whole"), F.count("*").alias("n"),
+            value = F.when((pid == p) & (F.col("mode") == 1) & (action == a), count(a, p)).otherwise(value)
+        value = F.when((pid == p) & (F.col("mode") == 2), count("hole", p) + count("dummy", p) + count("begin", p)
+                       ).otherwise(value)
+        value = F.when((pid == p) & (F.col("mode") == 3), count("ncap", p)).otherwise(value)
+    chunk = (F.col("pos") / PREFIX_CHUNK).cast("long").alias("chunk")
+    rec_cols = [c for c in R.columns if c != "file"]
+    ends = (R.filter(~F.col("whole") & ~F.col("out") & F.col("mode").isin(1, 2, 3))
+            .select("file", *rec_cols, F.explode(F.array(F.struct(F.col("start").alias("pos"), F.lit(-1).alias("sign")),
+                                                        F.struct(F.col("end").alias("pos"), F.lit(1).alias("sign"))))
+                    .alias("at"))
+            .select("*", F.col("at.pos").alias("pos"), F.col("at.sign").alias("sign"), F.lit(0).alias("kind"),
+                    *[F.lit(0).alias(f"i_{n}") for n in names]).drop("at"))
+    key = _rule_key(F)
+    hit = F.lit(False)
+    for ks in classes.values():
+        hit = hit | key.isin(ks)
+    evs = (data.events.filter(hit)
+           .select("file", F.col("start").alias("pos"), F.lit(1).alias("kind"),
+                   *[F.when(key.isin(ks), 1).otherwise(0).alias(f"i_{n}") for n, ks in classes.items()]))
+    U = ends.unionByName(evs, allowMissingColumns=True).select("*", chunk)
+    before = Window.partitionBy("file", "chunk").orderBy("pos", "kind").rowsBetween(Window.unboundedPreceding, -1)
+    wc = Window.partitionBy("file").orderBy("chunk").rowsBetween(Window.unboundedPreceding, -1)
+    offs = U.groupBy("file", "chunk").agg(*[F.sum(f"i_{n}").alias(f"t_{n}") for n in names]).select(
+        "file", "chunk", *[F.coalesce(F.sum(f"t_{n}").over(wc), F.lit(0)).alias(f"o_{n}") for n in names])
+    at = (U.select("*", *[F.coalesce(F.sum(f"i_{n}").over(before), F.lit(0)).alias(f"l_{n}") for n in names])
+          .filter(F.col("kind") == 0).join(offs, ["file", "chunk"])
+          .select("file", *rec_cols, "sign", *[(F.col(f"l_{n}") + F.col(f"o_{n}")).alias(f"c_{n}") for n in names]))
+    counted = (at.groupBy("file", *rec_cols).agg(F.sum(F.col("sign") * value).alias("got"))
+               .filter(((F.col("mode") == 1) & (F.col("got") != F.col("n")))
+                       | ((F.col("mode") > 1) & (F.col("got") > 0)))
+               .select("conn", "file", "start", "end", F.lit(False).alias("whole")))
+    # records that need no count: off the events' boundaries (all of the connection's events: the range means
+    # nothing), outside their connection's range, `renamed`; and the records of a connection without a conn record
+    # (`with_conn` dropped them)
+    other = R.filter(F.col("whole") | F.col("out") | (F.col("mode") == 4)).select("conn", "file", "start", "end",
+                                                                                   "whole")
+    other = other.unionByName(records(data, (), data.unexpanded).filter(~F.col("conn").isin(list(pids))).select(
+        "conn", "file", "start", "end", F.lit(True).alias("whole")))
+    rows = (counted.unionByName(other)
+            .groupBy("conn").agg(F.max("whole").alias("whole"), F.count("*").alias("n"),
                                  F.slice(F.collect_list(F.struct("file", "start", "end")), 1, MAX_SUSPECTS)
                                  .alias("ranges"))
             .collect())
