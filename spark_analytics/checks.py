@@ -828,7 +828,6 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
     the event starting there), one running sum per chunk of PREFIX_CHUNK bytes of a file plus the chunks before it
     gives each end the events of each class before it, and each record sums its two ends (end minus start) for the
     classes it is checked against."""
-    from pyspark.sql import Window
 
     F = _F()
     pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
@@ -861,9 +860,37 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
         value = F.when((pid == p) & (F.col("mode") == 2), count("hole", p) + count("dummy", p) + count("begin", p)
                        ).otherwise(value)
         value = F.when((pid == p) & (F.col("mode") == 3), count("ncap", p)).otherwise(value)
+    if not names:  # no class: every connection has a table filter (or no policy withholds any event type)
+        pids = {}
+    counted = _counted(data, R, classes, value, pids) if names else None
+    # records that need no count: off the events' boundaries (all of the connection's events: the range means
+    # nothing), outside their connection's range, `renamed`; and the records of a connection without a conn record
+    # (`with_conn` dropped them)
+    other = R.filter(F.col("whole") | F.col("out") | (F.col("mode") == 4)).select("conn", "file", "start", "end",
+                                                                                   "whole")
+    other = other.unionByName(records(data, (), data.unexpanded).filter(~F.col("conn").isin(list(pids))).select(
+        "conn", "file", "start", "end", F.lit(True).alias("whole")))
+    rows = ((other if counted is None else counted.unionByName(other))
+            .groupBy("conn").agg(F.max("whole").alias("whole"), F.count("*").alias("n"),
+                                 F.slice(F.collect_list(F.struct("file", "start", "end")), 1, MAX_SUSPECTS)
+                                 .alias("ranges"))
+            .collect())
+    for r in rows:
+        if r.conn in out:
+            continue
+        out[r.conn] = None if r.whole or r.n > MAX_SUSPECTS else [(x.file, x.start, x.end) for x in r.ranges]
+    return out
+
+
+def _counted(data: AuditData, R: Any, classes: dict[str, list[int]], value: Any, pids: dict[int, int]) -> Any:
+    """`rule_suspects`' counted records that disagree: (conn, file, start, end, whole false)."""
+    from pyspark.sql import Window
+
+    F = _F()
+    names = list(classes)
     chunk = (F.col("pos") / PREFIX_CHUNK).cast("long").alias("chunk")
     rec_cols = [c for c in R.columns if c != "file"]
-    ends = (R.filter(~F.col("whole") & ~F.col("out") & F.col("mode").isin(1, 2, 3))
+    ends = (R.filter(F.col("conn").isin(list(pids)) & ~F.col("whole") & ~F.col("out") & F.col("mode").isin(1, 2, 3))
             .select("file", *rec_cols, F.explode(F.array(F.struct(F.col("start").alias("pos"), F.lit(-1).alias("sign")),
                                                         F.struct(F.col("end").alias("pos"), F.lit(1).alias("sign"))))
                     .alias("at"))
@@ -888,23 +915,7 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
                .filter(((F.col("mode") == 1) & (F.col("got") != F.col("n")))
                        | ((F.col("mode") > 1) & (F.col("got") > 0)))
                .select("conn", "file", "start", "end", F.lit(False).alias("whole")))
-    # records that need no count: off the events' boundaries (all of the connection's events: the range means
-    # nothing), outside their connection's range, `renamed`; and the records of a connection without a conn record
-    # (`with_conn` dropped them)
-    other = R.filter(F.col("whole") | F.col("out") | (F.col("mode") == 4)).select("conn", "file", "start", "end",
-                                                                                   "whole")
-    other = other.unionByName(records(data, (), data.unexpanded).filter(~F.col("conn").isin(list(pids))).select(
-        "conn", "file", "start", "end", F.lit(True).alias("whole")))
-    rows = (counted.unionByName(other)
-            .groupBy("conn").agg(F.max("whole").alias("whole"), F.count("*").alias("n"),
-                                 F.slice(F.collect_list(F.struct("file", "start", "end")), 1, MAX_SUSPECTS)
-                                 .alias("ranges"))
-            .collect())
-    for r in rows:
-        if r.conn in out:
-            continue
-        out[r.conn] = None if r.whole or r.n > MAX_SUSPECTS else [(x.file, x.start, x.end) for x in r.ranges]
-    return out
+    return counted
 
 
 def _in_suspects(F: Any, suspects: dict[int, list[tuple[str, int, int]] | None], end: str) -> Any:
