@@ -820,15 +820,15 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
     is withheld for another reason than its type rules (`ncap`). Every event check 2 or 4 names lies in a record
     that fails this (an expected event with no withheld record is named only inside a plain or run-expanded sent
     record; a withheld one only inside its record), so comparing the events of these ranges gives the same
-    findings as comparing all. A record off the events' boundaries or outside its connection's range, of a
-    connection without a conn record or with a table filter: all of that connection's events.
+    findings as comparing all. A record outside its connection's range or `renamed`: its own range, unchecked. A
+    record off the events' boundaries, of a connection without a conn record or with a table filter: all of that
+    connection's events.
 
     One job over the records as written (`data.unexpanded`) and the events of the classes (no per-event row kept):
     the records' two ends are put among those events in file order (by position: a record's start sorts before
     the event starting there), one running sum per chunk of PREFIX_CHUNK bytes of a file plus the chunks before it
     gives each end the events of each class before it, and each record sums its two ends (end minus start) for the
     classes it is checked against."""
-
     F = _F()
     pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
     out: dict[int, list[tuple[str, int, int]] | None] = {c.conn: None for c in data.connections
