@@ -106,6 +106,9 @@ class AuditData:
     # policy-run records (`sent`, `policy` > 0) per connection, counted by `load_connections`' job
     run_counts: dict[int | None, int] = field(default_factory=dict)
     strict_ledger: bool = False  # the ledger was parsed strictly (staged): no `_corrupt_record` can be set
+    # the records with BOUNDS before `expand_policy_runs` (a policy run one record): checks 1, 2 and 4 read them;
+    # None: `ledger`
+    unexpanded: Any = None
 
 
 def _F() -> Any:
@@ -299,34 +302,60 @@ def _rule_key(F: Any) -> Any:
             + F.when(F.coalesce(F.col("gtid_standalone"), F.lit(False)), 1).otherwise(0))
 
 
-def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None = None) -> Any:
-    """Per event (its `type`, `flags`, `gtid_standalone`): the array of (conn, expected action) of every
-    connection (of `conns`; all by default) for whose policy decide() does not send it (`why` given: only the
-    answers for that reason, e.g. the connection's type rules, "capability"). The rule table, keyed by
-    (type, flagged, standalone), and each policy's connections are two map literals built from explain()."""
-    F = _F()
-    chosen = [c for c in data.connections if conns is None or c.conn in conns]
-    by_policy: dict[int, list[int]] = {}
-    for c in chosen:
-        by_policy.setdefault(c.policy_id, []).append(c.conn)
-    table: dict[int, list[tuple[int, str]]] = {}
-    # only the types the binlog holds: a skip_replication policy filters every flagged type (~520 keys for 256
-    # types), and the map literal's size is paid in every plan and task that reads it
+def policy_rules(data: AuditData, conns: list[int] | None = None) -> dict[int, dict[int, tuple[str, str]]]:
+    """Per policy of the connections (of `conns`; all by default): the rule table explain() gives, keyed by
+    (type, flagged, standalone) as `_rule_key` (`type * 4 + flagged * 2 + standalone`), of every key it does not
+    send: (expected action, why). Only the types the binlog holds: a skip_replication policy filters every flagged
+    type (~520 keys for 256 types), and the map literals built from it are paid in every plan and task."""
     types = sorted(data.event_types) if data.event_types is not None else range(256)
-    for pid, c in {c.policy_id: c for c in chosen}.items():
+    out: dict[int, dict[int, tuple[str, str]]] = {}
+    for pid, c in {c.policy_id: c for c in data.connections if conns is None or c.conn in conns}.items():
         pol = c.policy()
+        table = out.setdefault(pid, {})
         for t in types:
             for flagged in (False, True):
                 for standalone in (False, True):
                     a, reason = explain(t, 0x8000 if flagged else 0, standalone, pol)
-                    if a != Action.SEND and (why is None or reason == why):
-                        table.setdefault(t * 4 + flagged * 2 + standalone, []).append(
-                            (pid, _ACTION_NAMES[Action(a)]))
+                    if a != Action.SEND:
+                        table[t * 4 + flagged * 2 + standalone] = (_ACTION_NAMES[Action(a)], reason)
+    return out
+
+
+def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None = None) -> Any:
+    """Per event (its `type`, `flags`, `gtid_standalone`): the array of (conn, expected action) of every
+    connection (of `conns`; all by default) for whose policy decide() does not send it (`why` given: only the
+    answers for that reason, e.g. the connection's type rules, "capability"). The rule table (`policy_rules`) and
+    each policy's connections are two map literals."""
+    F = _F()
+    by_policy: dict[int, list[int]] = {}
+    for c in data.connections:
+        if conns is None or c.conn in conns:
+            by_policy.setdefault(c.policy_id, []).append(c.conn)
+    table: dict[int, list[tuple[int, str]]] = {}
+    for pid, rules_of in policy_rules(data, conns).items():
+        for key, (action, reason) in rules_of.items():
+            if why is None or reason == why:
+                table.setdefault(key, []).append((pid, action))
     rules = literal_map(table, "INT", "array<struct<policy_id: INT, expected: STRING>>")[_rule_key(F)]
     conns_of = literal_map(by_policy, "INT", "array<BIGINT>")
     return F.flatten(F.transform(F.coalesce(rules, F.array().cast(
         "array<struct<policy_id: INT, expected: STRING>>")), lambda h: F.transform(
         conns_of[h["policy_id"]], lambda c: F.struct(c.alias("conn"), h["expected"].alias("expected")))))
+
+
+def prefix_classes(data: AuditData) -> dict[str, list[int]]:
+    """The event classes whose per-file prefix counts `rule_suspects` reads at every record's two ends (the events
+    of a class in a record's range: one subtraction). Per policy `pid` of the connections without a
+    table filter (a table filter's decisions are not a function of the event's type: its connections are checked
+    per event): `hole<pid>`, `dummy<pid>`, `begin<pid>` (the three: not sent), `ncap<pid>` (not sent for another
+    reason than the type rules a policy run applies). Keys from `policy_rules`: decide() stays the one rule."""
+    conns = [c.conn for c in data.connections if c.table_filters is None]
+    out: dict[str, list[int]] = {}
+    for pid, rules_of in policy_rules(data, conns).items():
+        for action in ("hole", "dummy", "begin"):
+            out[f"{action}{pid}"] = sorted(k for k, (a, _) in rules_of.items() if a == action)
+        out[f"ncap{pid}"] = sorted(k for k, (_, why) in rules_of.items() if why != WHY_CAPABILITY)
+    return {n: keys for n, keys in out.items() if keys}
 
 
 def in_range(F: Any) -> Any:
@@ -338,10 +367,12 @@ def in_range(F: Any) -> Any:
     return after_start & before_end
 
 
-def records(data: AuditData, extra: tuple[str, ...] = ()) -> Any:
-    """Non-fake ev records with the file index (a file unknown to the binlog directory gets fi null)."""
+def records(data: AuditData, extra: tuple[str, ...] = (), ledger: Any = None) -> Any:
+    """Non-fake ev records with the file index (a file unknown to the binlog directory gets fi null); `ledger`:
+    another version of the records than `data.ledger` (`data.unexpanded`)."""
     F = _F()
-    return (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
+    L = data.ledger if ledger is None else ledger
+    return (L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
             .select("seq", "conn", "file", "start", "end", "count", "length", "action", "why", "type", "flags",
                     "gtid", "sent_length", *extra)
             .withColumn("fi", file_index(data, F.col("file"))))
@@ -367,11 +398,12 @@ def _with_bounds(data: AuditData, L: Any) -> Any:
     return L.join(SK, ["file", "start"], "left").join(TK, ["file", "end"], "left")
 
 
-def record_bounds(data: AuditData) -> Any:
+def record_bounds(data: AuditData, unexpanded: bool = False) -> Any:
     """`records` with their BOUNDS, which `expand_policy_runs` gave every record: check 1 reads every record's,
     `withheld_events` the filtered ones'; each joined the records with the events twice in its own plan before
-    (at 1 M events, sort-merge joins of the ~0.6 M expanded records with the 1 M events)."""
-    return records(data, BOUNDS)
+    (at 1 M events, sort-merge joins of the ~0.6 M expanded records with the 1 M events). `unexpanded`: the records
+    as written, a policy run one record (`data.unexpanded`)."""
+    return records(data, BOUNDS, data.unexpanded if unexpanded else None)
 
 
 def events_fi(data: AuditData) -> Any:
@@ -444,6 +476,7 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     # expand to get theirs from the events they were cut from (below), not from a join of ~10x as many records
     L = _with_bounds(data, L).localCheckpoint(eager=False)
     data.cached.append(L)
+    data.unexpanded = L
     if not data.run_counts:
         data.ledger = L  # ledgers written before policy runs, or dumps without any (`load_connections` counted them)
         return []
@@ -607,7 +640,10 @@ def check_coverage(data: AuditData) -> list[tuple]:
 
     F = _F()
     out: list[tuple] = []
-    R = record_bounds(data)
+    # the records as written: a policy run that fits the binlog expands to records that tile its range exactly
+    # (consecutive, sharing its seq and file), so each rule below gives the same findings for it as for them; a run
+    # that does not fit stays one record in both. ~10x fewer rows through the two windows at 1 M events.
+    R = record_bounds(data, unexpanded=True)
     out += _rows(R.filter(F.col("fi").isNull()), 1, "error",
                  F.concat(F.lit("record names binlog file "), F.col("file"), F.lit(", which is not in the binlog "
                                                                                   "directory")))
@@ -765,12 +801,147 @@ def table_filter_events(data: AuditData) -> Any:
                                             "flagged BOOLEAN, expected STRING, t_why STRING")
 
 
+# suspect ranges kept per connection before all of its events are compared instead (`rule_suspects`)
+MAX_SUSPECTS = 64
+# `rule_suspects`' running sums: per chunk of this many bytes of a binlog file (parallel tasks), then offset by the
+# chunks before it
+PREFIX_CHUNK = 1 << 24
+
+
+def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | None]:
+    """Checks 2 and 4 per record, from per-file prefix counts of the rule's event classes at its two ends
+    (`prefix_classes`): per connection, the (file, start, end) of the records whose events the rule may not agree
+    with (None: every event of the connection). A connection not named has none: its records need no per-event
+    comparison.
+
+    A record's events agree with the rule when: a `hole`/`dummy`/`begin` record (not a GTID connect's skip, which
+    never disagrees) covers only events of its action's class; a plain `sent` record covers no event the rule
+    withholds; a policy run (its islands are the rule's by construction, `expand_policy_runs`) covers none that
+    is withheld for another reason than its type rules (`ncap`). Every event check 2 or 4 names lies in a record
+    that fails this (an expected event with no withheld record is named only inside a plain or run-expanded sent
+    record; a withheld one only inside its record), so comparing the events of these ranges gives the same
+    findings as comparing all. A record outside its connection's range or `renamed`: its own range, unchecked. A
+    record off the events' boundaries, of a connection without a conn record or with a table filter: all of that
+    connection's events.
+
+    One job over the records as written (`data.unexpanded`) and the events of the classes (no per-event row kept):
+    the records' two ends are put among those events in file order (by position: a record's start sorts before
+    the event starting there), one running sum per chunk of PREFIX_CHUNK bytes of a file plus the chunks before it
+    gives each end the events of each class before it, and each record sums its two ends (end minus start) for the
+    classes it is checked against."""
+    F = _F()
+    pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
+    out: dict[int, list[tuple[str, int, int]] | None] = {c.conn: None for c in data.connections
+                                                          if c.table_filters is not None}
+    classes = prefix_classes(data)
+    names = list(classes)
+    R = with_conn(data, records(data, (*BOUNDS, "policy"), data.unexpanded),
+                  ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
+    pid, action = F.col("policy_id"), F.col("action")
+    run = F.coalesce(F.col("policy"), F.lit(0)) > 0
+    whole = F.col("s_ord").isNull() | F.col("e_ord").isNull() | (F.col("e_ord") < F.col("s_ord"))
+    # what each record is checked against: 1, its action's class covers all its events; 2, the three classes
+    # (not sent) none; 3, `ncap` none; 0: nothing (a GTID connect's skip); 4, never agrees (`renamed`)
+    mode = (F.when(action.isin("hole", "dummy", "begin"),
+                   F.when(F.coalesce(F.col("why"), F.lit("")) == "gtid_start", 0).otherwise(1))
+            .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
+    R = R.select("conn", "seq", "file", "start", "end", "action", "policy_id", mode.alias("mode"),
+                 F.coalesce(whole, F.lit(True)).alias("whole"), F.coalesce(~in_range(F), F.lit(True)).alias("out"),
+                 (F.col("e_ord") - F.col("s_ord") + 1).alias("n"))
+
+    def count(cls: str, p: int) -> Any:
+        n = f"{cls}{p}"
+        return F.col(f"c_{n}") if n in classes else F.lit(0)
+
+    value = F.lit(0)
+    for p in set(pids.values()):
+        for a in ("hole", "dummy", "begin"):
+            value = F.when((pid == p) & (F.col("mode") == 1) & (action == a), count(a, p)).otherwise(value)
+        value = F.when((pid == p) & (F.col("mode") == 2), count("hole", p) + count("dummy", p) + count("begin", p)
+                       ).otherwise(value)
+        value = F.when((pid == p) & (F.col("mode") == 3), count("ncap", p)).otherwise(value)
+    if not names:  # no class: every connection has a table filter (or no policy withholds any event type)
+        pids = {}
+    counted = _counted(data, R, classes, value, pids) if names else None
+    # records that need no count: off the events' boundaries (all of the connection's events: the range means
+    # nothing), outside their connection's range, `renamed`; and the records of a connection without a conn record
+    # (`with_conn` dropped them)
+    other = R.filter(F.col("whole") | F.col("out") | (F.col("mode") == 4)).select("conn", "file", "start", "end",
+                                                                                   "whole")
+    other = other.unionByName(records(data, (), data.unexpanded).filter(~F.col("conn").isin(list(pids))).select(
+        "conn", "file", "start", "end", F.lit(True).alias("whole")))
+    rows = ((other if counted is None else counted.unionByName(other))
+            .groupBy("conn").agg(F.max("whole").alias("whole"), F.count("*").alias("n"),
+                                 F.slice(F.collect_list(F.struct("file", "start", "end")), 1, MAX_SUSPECTS)
+                                 .alias("ranges"))
+            .collect())
+    for r in rows:
+        if r.conn in out:
+            continue
+        out[r.conn] = None if r.whole or r.n > MAX_SUSPECTS else [(x.file, x.start, x.end) for x in r.ranges]
+    return out
+
+
+def _counted(data: AuditData, R: Any, classes: dict[str, list[int]], value: Any, pids: dict[int, int]) -> Any:
+    """`rule_suspects`' counted records that disagree: (conn, file, start, end, whole false)."""
+    from pyspark.sql import Window
+
+    F = _F()
+    names = list(classes)
+    chunk = (F.col("pos") / PREFIX_CHUNK).cast("long").alias("chunk")
+    rec_cols = [c for c in R.columns if c != "file"]
+    ends = (R.filter(F.col("conn").isin(list(pids)) & ~F.col("whole") & ~F.col("out") & F.col("mode").isin(1, 2, 3))
+            .select("file", *rec_cols, F.explode(F.array(F.struct(F.col("start").alias("pos"), F.lit(-1).alias("sign")),
+                                                        F.struct(F.col("end").alias("pos"), F.lit(1).alias("sign"))))
+                    .alias("at"))
+            .select("*", F.col("at.pos").alias("pos"), F.col("at.sign").alias("sign"), F.lit(0).alias("kind"),
+                    *[F.lit(0).alias(f"i_{n}") for n in names]).drop("at"))
+    key = _rule_key(F)
+    hit = F.lit(False)
+    for ks in classes.values():
+        hit = hit | key.isin(ks)
+    evs = (data.events.filter(hit)
+           .select("file", F.col("start").alias("pos"), F.lit(1).alias("kind"),
+                   *[F.when(key.isin(ks), 1).otherwise(0).alias(f"i_{n}") for n, ks in classes.items()]))
+    U = ends.unionByName(evs, allowMissingColumns=True).select("*", chunk)
+    before = Window.partitionBy("file", "chunk").orderBy("pos", "kind").rowsBetween(Window.unboundedPreceding, -1)
+    wc = Window.partitionBy("file").orderBy("chunk").rowsBetween(Window.unboundedPreceding, -1)
+    offs = U.groupBy("file", "chunk").agg(*[F.sum(f"i_{n}").alias(f"t_{n}") for n in names]).select(
+        "file", "chunk", *[F.coalesce(F.sum(f"t_{n}").over(wc), F.lit(0)).alias(f"o_{n}") for n in names])
+    at = (U.select("*", *[F.coalesce(F.sum(f"i_{n}").over(before), F.lit(0)).alias(f"l_{n}") for n in names])
+          .filter(F.col("kind") == 0).join(offs, ["file", "chunk"])
+          .select("file", *rec_cols, "sign", *[(F.col(f"l_{n}") + F.col(f"o_{n}")).alias(f"c_{n}") for n in names]))
+    counted = (at.groupBy("file", *rec_cols).agg(F.sum(F.col("sign") * value).alias("got"))
+               .filter(((F.col("mode") == 1) & (F.col("got") != F.col("n")))
+                       | ((F.col("mode") > 1) & (F.col("got") > 0)))
+               .select("conn", "file", "start", "end", F.lit(False).alias("whole")))
+    return counted
+
+
+def _in_suspects(F: Any, suspects: dict[int, list[tuple[str, int, int]] | None], end: str) -> Any:
+    """Condition: the event (`conn`, `file`, `start`, `end`) lies in a suspect range of its connection."""
+    cond = F.lit(False)
+    for conn, ranges in suspects.items():
+        inside = F.lit(True) if ranges is None else F.lit(False)
+        for file, start, stop in ranges or ():
+            inside = inside | ((F.col("file") == file) & (F.col("start") >= start) & (F.col(end) <= stop))
+        cond = cond | ((F.col("conn") == conn) & inside)
+    return cond
+
+
 def check_rules(data: AuditData) -> list[tuple]:
+    """Checks 2 and 4: each event a connection was sent as-is or withheld against the rule. Per record first
+    (`rule_suspects`); the events are compared one by one only in the ranges whose counts disagree."""
     F = _F()
     out: list[tuple] = []
+    suspects = rule_suspects(data)
+    if not suspects:
+        return out
+    inside = _in_suspects(F, suspects, "ev_end")
     EXP = expected_filtered(data).select("conn", "file", "start", F.col("end").alias("ev_end"), "type", "flagged",
-                                         "expected", "c_capability", "c_skip", "c_compat", "t_why")
-    NS = withheld_events(data).select("conn", "file", "start", "action", "why", F.col("type").alias("r_type"))
+                                         "expected", "c_capability", "c_skip", "c_compat", "t_why").filter(inside)
+    NS = (withheld_events(data).withColumnRenamed("end", "ev_end").filter(inside)
+          .select("conn", "file", "start", "action", "why", F.col("type").alias("r_type")))
     # checkpointed (lazily, filled in the findings job): its two readers below prune different columns, so each
     # planned the full outer join of every withheld and every expected event again (two shuffles each side)
     J = NS.join(EXP, ["conn", "file", "start"], "full_outer").localCheckpoint(eager=False)

@@ -306,25 +306,48 @@ def flag_set_crc_fixed(d: Path) -> list[Finding]:
                                                                               (REPLICA_SID, "hole"))]
 
 
+@pytest.fixture
+def suspects(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """What checks 2 and 4 compared per event (`checks.rule_suspects`' answers during the audit)."""
+    from binlogd.spark_analytics import checks
+
+    seen: list[dict] = []
+    real = checks.rule_suspects
+
+    def spy(data: checks.AuditData) -> dict:
+        seen.append(real(data))
+        return seen[-1]
+
+    monkeypatch.setattr(checks, "rule_suspects", spy)
+    return seen
+
+
 def test_binlog_statement_byte_changed(spark, sc: Scenario, tmp_path: Path) -> None:
     rc, summary, expected = run_tampered(spark, sc, tmp_path, binlog=statement_byte_changed)
     assert rc == 1
     assert errors(summary) == expected
 
 
-def test_binlog_flag_set_with_valid_crc(spark, sc: Scenario, tmp_path: Path) -> None:
+def test_binlog_flag_set_with_valid_crc(spark, sc: Scenario, tmp_path: Path, suspects: list[dict]) -> None:
     rc, summary, expected = run_tampered(spark, sc, tmp_path, binlog=flag_set_crc_fixed)
     conn_of = {c["server_id"]: c["connection_id"] for c in summary["connections"]}
     assert rc == 1
     assert errors(summary) == sorted(((c, conn_of[sid], f, p, m) for c, sid, f, p, m in expected), key=_order)
+    # found from the prefix counts of the records holding the event: only those ranges compared per event
+    (seen,) = suspects
+    for _, sid, f, p, _ in expected:
+        ranges = seen[conn_of[sid]]
+        assert ranges is not None and any(rf == f and a <= p < b for rf, a, b in ranges), (sid, ranges)
 
 
 # ---- untouched run, GTID connect, relay logs not covered ------------------------------------------------------------
 
 
-def test_untouched_run_is_consistent_and_gtid_skips_are_not_withheld(spark, sc: Scenario, tmp_path: Path) -> None:
+def test_untouched_run_is_consistent_and_gtid_skips_are_not_withheld(spark, sc: Scenario, tmp_path: Path,
+                                                                    suspects: list[dict]) -> None:
     rc, summary = audit(spark, sc, tmp_path / "out")
     assert rc == 0 and summary["findings_total"] == 0, summary["findings"]
+    assert suspects == [{}]  # every record agrees with the rule at its prefix counts: no event compared one by one
     by_sid = {c["server_id"]: c for c in summary["connections"]}
     g = by_sid[GTID_SID]
     assert g["start"]["gtid"] == GTID_STATE
