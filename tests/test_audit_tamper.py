@@ -319,13 +319,19 @@ def suspects(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
         return seen[-1]
 
     monkeypatch.setattr(checks, "rule_suspects", spy)
+    monkeypatch.setattr(checks, "RULE_SUSPECTS_MIN_EVENTS", 0)  # the record-level path, as a large audit takes it
     return seen
 
 
-def test_binlog_statement_byte_changed(spark, sc: Scenario, tmp_path: Path) -> None:
+def test_binlog_statement_byte_changed(spark, sc: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from binlogd.spark_analytics import checks
+
+    called: list[int] = []
+    monkeypatch.setattr(checks, "rule_suspects", lambda data: called.append(1) or {})
     rc, summary, expected = run_tampered(spark, sc, tmp_path, binlog=statement_byte_changed)
     assert rc == 1
     assert errors(summary) == expected
+    assert called == []  # a small binlog (< RULE_SUSPECTS_MIN_EVENTS): every event compared, no record-level job
 
 
 def test_binlog_flag_set_with_valid_crc(spark, sc: Scenario, tmp_path: Path, suspects: list[dict]) -> None:
