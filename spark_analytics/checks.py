@@ -321,9 +321,12 @@ def policy_rules(data: AuditData, conns: list[int] | None = None) -> dict[int, d
     return out
 
 
-def _hit_table(data: AuditData, why: str | None, conns: list[int] | None
-               ) -> tuple[dict[int, list[tuple[int, str]]], dict[int, list[int]]]:
-    """`rule_hits`' two maps: rule key -> [(policy, expected action)] and policy -> its connections."""
+def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None = None) -> Any:
+    """Per event (its `type`, `flags`, `gtid_standalone`): the array of (conn, expected action) of every
+    connection (of `conns`; all by default) for whose policy decide() does not send it (`why` given: only the
+    answers for that reason, e.g. the connection's type rules, "capability"). The rule table (`policy_rules`) and
+    each policy's connections are two map literals."""
+    F = _F()
     by_policy: dict[int, list[int]] = {}
     for c in data.connections:
         if conns is None or c.conn in conns:
@@ -333,28 +336,11 @@ def _hit_table(data: AuditData, why: str | None, conns: list[int] | None
         for key, (action, reason) in rules_of.items():
             if why is None or reason == why:
                 table.setdefault(key, []).append((pid, action))
-    return table, by_policy
-
-
-def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None = None) -> Any:
-    """Per event (its `type`, `flags`, `gtid_standalone`): the array of (conn, expected action) of every
-    connection (of `conns`; all by default) for whose policy decide() does not send it (`why` given: only the
-    answers for that reason, e.g. the connection's type rules, "capability"). The rule table (`policy_rules`) and
-    each policy's connections are two map literals. Read it on the events `rule_hit_cond` keeps."""
-    F = _F()
-    table, by_policy = _hit_table(data, why, conns)
     rules = literal_map(table, "INT", "array<struct<policy_id: INT, expected: STRING>>")[_rule_key(F)]
     conns_of = literal_map(by_policy, "INT", "array<BIGINT>")
     return F.flatten(F.transform(F.coalesce(rules, F.array().cast(
         "array<struct<policy_id: INT, expected: STRING>>")), lambda h: F.transform(
         conns_of[h["policy_id"]], lambda c: F.struct(c.alias("conn"), h["expected"].alias("expected")))))
-
-
-def rule_hit_cond(data: AuditData, why: str | None = None, conns: list[int] | None = None) -> Any:
-    """Condition: `rule_hits` of the event is not empty, as a plain key test: filtering the events with it first
-    runs `rule_hits`' higher-order functions (interpreted, per row) only on the events some policy withholds
-    (~0.3 of them at 1 M events), not on every event."""
-    return _rule_key(_F()).isin(sorted(_hit_table(data, why, conns)[0]))
 
 
 def prefix_classes(data: AuditData) -> dict[str, list[int]]:
@@ -510,9 +496,8 @@ def expand_policy_runs(data: AuditData) -> list[tuple]:
     B = P.withColumn("ok", F.coalesce(ok, F.lit(False))).localCheckpoint(eager=False)
     V = B.filter(F.col("ok"))
     # the events the connection's type rules filter (for the connections that have runs), and the runs' heads
-    EV = (E.filter(rule_hit_cond(data, WHY_CAPABILITY, run_conns))
-          .select("file", "ordinal", "start", "end", "type", "flags",
-                  F.explode(rule_hits(data, WHY_CAPABILITY, run_conns)).alias("h"))
+    EV = (E.select("file", "ordinal", "start", "end", "type", "flags",
+                   F.explode(rule_hits(data, WHY_CAPABILITY, run_conns)).alias("h"))
           .select(F.col("h.conn").alias("conn"), "file", F.col("ordinal").alias("k"), F.lit(1).alias("kind"),
                   F.col("start").alias("ev_start"), F.col("end").alias("ev_end"), "type", "flags",
                   F.col("h.expected").alias("expected")))
@@ -731,11 +716,10 @@ def expected_filtered(data: AuditData) -> Any:
     """(conn, file, start) of every event the rule filters for that connection, with the expected action; `t_why`:
     the replicate-* rule for a table filter's decision (null for the type rules)."""
     F = _F()
-    E = (data.events.filter(rule_hit_cond(data))
-         .select("file", F.col("file_index").alias("fi"), "start", "end", "type", "flags",
-                 ((F.col("flags").bitwiseAND(0x8000)) != 0).alias("flagged"),
-                 F.coalesce(F.col("gtid_standalone"), F.lit(False)).alias("standalone"), "trx",
-                 F.explode(rule_hits(data)).alias("h")))
+    E = data.events.select("file", F.col("file_index").alias("fi"), "start", "end", "type", "flags",
+                           ((F.col("flags").bitwiseAND(0x8000)) != 0).alias("flagged"),
+                           F.coalesce(F.col("gtid_standalone"), F.lit(False)).alias("standalone"), "trx",
+                           F.explode(rule_hits(data)).alias("h"))
     X = with_conn(data, E.select("*", F.col("h.conn").alias("conn"), F.col("h.expected").alias("expected"),
                                  F.lit(None).cast("string").alias("t_why")).drop("h")).filter(in_range(F))
     T = table_filter_events(data)
