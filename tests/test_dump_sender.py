@@ -2,7 +2,7 @@
 the event loop. Against a real binlog (a MariaDB 10.11's rows, skip_replication flags): readers fast and slow get
 the bytes a lone dump (written on the loop) gets, with and without the thread; dumps KILLed while they stream and
 peers that vanish mid-stream (a reset) end only their own connections, with no internal error; and the server goes
-on serving. With `--no-send-thread` every write stays on the loop."""
+on serving; on uvloop and on asyncio's own loop. With `--no-send-thread` every write stays on the loop."""
 
 from __future__ import annotations
 
@@ -54,10 +54,11 @@ async def _vanish(conn: pymysql.Connection, cmd: bytes, after: int) -> None:
     os.close(sock.detach())  # now: sock.close() would wait for pymysql's file object on it to be collected
 
 
-@pytest.mark.parametrize("thread", [True, False], ids=["sender-thread", "loop-only"])
-def test_streams_kills_and_vanishing_peers(binlogd, fanout_binlogs: Path, thread: bool) -> None:  # noqa: F811
+@pytest.mark.parametrize(("thread", "loop"), [(True, "auto"), (False, "auto"), (True, "asyncio")],
+                         ids=["sender-thread", "loop-only", "sender-thread-asyncio-loop"])
+def test_streams_kills_and_vanishing_peers(binlogd, fanout_binlogs: Path, thread: bool, loop: str) -> None:  # noqa: F811
     server = binlogd(["--binlog-dir", str(fanout_binlogs), "--server-id", "1", "--max-connections", "1000",
-                      *([] if thread else ["--no-send-thread"])])  # (the thread is the default)
+                      "--event-loop", loop, *([] if thread else ["--no-send-thread"])])  # (the thread is the default)
     alone = asyncio.run(_alone(server.host, server.port))  # one dump at a time: every write on the loop
     flags = SETTINGS[0][1]
 
