@@ -66,7 +66,7 @@ class DumpStats:
     fakes: int = 0
     heartbeats: int = 0
     fan_ins: int = 0  # turns a parked group's leader took for this dump (server/dump/tail.py)
-    thread_writes: int = 0  # writes the sender thread copied into the socket (server/dump/sender.py)
+    thread_writes: int = 0  # big writes handed to the sender thread (sender.py; those that found the socket full too)
     end_reason: str = ""
     close_reason: str = ""  # the ledger's close reason: eof, client_gone, killed, error, shutdown
     started_at: float = field(default_factory=time.monotonic)
