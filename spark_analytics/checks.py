@@ -384,16 +384,15 @@ BOUNDS = ("s_ord", "e_type", "e_flags", "e_ord")
 
 
 def _with_bounds(data: AuditData, L: Any) -> Any:
-    """`L` with BOUNDS (and `s_trx`, the group of the event at its start: `filtered_content`) on its ev records
-    (sent and FILTERED), from one probe of the events by those records'
+    """`L` with BOUNDS on its ev records (sent and FILTERED), from one probe of the events by those records'
     (file, start) and (file, end), broadcast (the records are few next to the events: E is scanned, not
     shuffled). (file, start) and (file, end) are unique among the events: `L`'s rows, one each."""
     F = _F()
     E = data.events
     recs = L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
     SK = E.select("file", "start", F.col("ordinal").alias("s_ord"), F.col("type").alias("e_type"),
-                  F.col("flags").alias("e_flags"), F.col("trx").alias("s_trx")).join(
-        F.broadcast(recs.select("file", "start").distinct()), ["file", "start"])
+                  F.col("flags").alias("e_flags")).join(F.broadcast(recs.select("file", "start").distinct()),
+                                                        ["file", "start"])
     TK = E.select("file", "end", F.col("ordinal").alias("e_ord")).join(
         F.broadcast(recs.select("file", "end").distinct()), ["file", "end"])
     return L.join(SK, ["file", "start"], "left").join(TK, ["file", "end"], "left")
@@ -430,34 +429,20 @@ def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any
     return data.withheld if set(actions) >= set(FILTERED) else data.withheld.filter(F.col("action").isin(*actions))
 
 
-def _filtered_records(data: AuditData, actions: tuple[str, ...] = FILTERED, extra: tuple[str, ...] = ()) -> Any:
-    """The `actions` records with what `_withheld_events` expands them by (a record not starting at an event expands
-    to nothing), and the `extra` columns."""
+def _withheld_events(data: AuditData) -> Any:
     F = _F()
-    return (records(data, (*BOUNDS, *extra)).filter(F.col("action").isin(*actions) & F.col("s_ord").isNotNull())
-            .select(*extra, "seq", "conn", "file", F.col("start").alias("rec_start"), F.col("end").alias("rec_end"),
-                    "count", F.col("length").alias("rec_length"), "sent_length", "action", "why",
-                    F.col("type").alias("r_type"), F.col("flags").alias("r_flags"), "s_ord", "e_ord", "e_type"))
-
-
-def _last_ordinal(data: AuditData) -> Any:
-    """A record's last event's ordinal: its end's, else (not an event boundary: check 1 reports it) as `count` says,
-    bounded by the largest file's events (a tampered count stays bounded)."""
-    F = _F()
-    most = max((st.get("events", 0) for st in data.file_stats.values()), default=0)
+    # the records' boundaries from `record_bounds` (a record not starting at an event expands to nothing)
+    R = (record_bounds(data).filter(F.col("action").isin(*FILTERED) & F.col("s_ord").isNotNull())
+         .select("seq", "conn", "file", F.col("start").alias("rec_start"), F.col("end").alias("rec_end"), "count",
+                 F.col("length").alias("rec_length"), "sent_length", "action", "why", F.col("type").alias("r_type"),
+                 F.col("flags").alias("r_flags"), "s_ord", "e_ord"))
+    E = data.events
+    most = max((st.get("events", 0) for st in data.file_stats.values()), default=0)  # a tampered count stays bounded
     last = F.coalesce(F.col("e_ord"), F.col("s_ord") + F.least(F.greatest(F.col("count"), F.lit(1)), F.lit(most)) - 1)
-    return F.greatest(F.col("s_ord"), last)
-
-
-def _withheld_events(data: AuditData, R: Any = None, small: bool = False) -> Any:
-    """`withheld_events` of the records `R` (`_filtered_records`' rows; default: all of them); `small`: few enough
-    rows to broadcast (the events scanned, not shuffled by a sort-merge join)."""
-    F = _F()
-    R = _filtered_records(data) if R is None else R
-    X = (R.withColumn("ordinal", F.explode(F.sequence(F.col("s_ord"), _last_ordinal(data))))
-         .drop("s_ord", "e_ord", "e_type"))
-    E = data.events.select("file", "ordinal", "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx")
-    return (F.broadcast(X) if small else X).join(E, ["file", "ordinal"])
+    X = (R.withColumn("ordinal", F.explode(F.sequence(F.col("s_ord"), F.greatest(F.col("s_ord"), last))))
+         .drop("s_ord", "e_ord"))
+    return X.join(E.select("file", "ordinal", "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx"),
+                  ["file", "ordinal"])
 
 
 # ---- policy runs: `sent` records with `policy` > 0 expanded into the records they stand for -----------------------
@@ -1126,67 +1111,17 @@ def check_dummies(data: AuditData) -> list[tuple]:
 # ---- check 5: transaction atomicity; check 9: divergence ---------------------------------------------------------
 
 
-# a binlog of at least this many events: check 5 reads the filtered records that cover one whole group each through
-# the group's counts (`filtered_content`); below, every filtered event (`withheld_events`, which checks 2 and 4 read
-# there too: no job or plan of its own)
-GROUP_COUNTS_MIN_EVENTS = 100_000
-# `filtered_content`'s per-event rows joined with the events by a broadcast up to this many rows
-BROADCAST_EVENTS = 1 << 17
-
-
 def filtered_content(data: AuditData) -> Any:
-    """Per (conn, trx): the content events filtered (hole/dummy): `n_filt`, the first of them (`first`: file,
-    start), their `bytes`, and `skipped`: the groups a GTID connect skipped (holes why `gtid_start`: the replica
-    already has them), which are not withheld from it. A table filter's records are left out: it splits
-    transactions by design (their frame stays: check 4 checks its decisions). Each event counts once per connection
-    (two records over one event: check 1's overlap)."""
+    """Content events filtered (hole/dummy) per connection: `skipped` marks the groups a GTID connect skipped
+    (holes why `gtid_start`: the replica already has them), which are not withheld from it."""
     F = _F()
-    why = F.coalesce(F.col("why"), F.lit(""))
-    content = ~F.col("type").isin(*_METADATA_TYPES)
-    if sum(st.get("events", 0) for st in data.file_stats.values()) < GROUP_COUNTS_MIN_EVENTS:
-        ev = (withheld_events(data, ("hole", "dummy")).filter(~why.startswith("replicate-") & content)
-              .select("conn", "file", "start", "trx", "length", (why == "gtid_start").alias("skipped"))
-              .dropDuplicates(["conn", "file", "start"]))
-        return _per_trx(ev)
-    # a record whose first and last events are those of one group of its file, whose events are consecutive: its
-    # content events are the group's (aggregated over those groups' events only, no per-event row); one event of a
-    # metadata type: nothing to count. `s_trx` (the group of its first event) is a raw record's, from the probe of
-    # its boundaries (`_with_bounds`); the records a policy run expands to have none: they are counted per event
-    R = (_filtered_records(data, ("hole", "dummy"), ("s_trx",)).filter(~why.startswith("replicate-"))
-         .filter(~((F.col("e_ord") == F.col("s_ord")) & F.col("e_type").isin(*_METADATA_TYPES))))
-    keys = R.filter(F.col("s_trx").isNotNull()).select("file", F.col("s_trx").alias("trx")).distinct()
-    G = (data.events.join(F.broadcast(keys), ["file", "trx"]).groupBy("file", "trx")
-         .agg(F.min("ordinal").alias("g_first_ord"), F.max("ordinal").alias("g_last"), F.count("*").alias("g_n"),
-              F.count(F.when(content, 1)).alias("g_c"), F.sum(F.when(content, F.col("length"))).alias("g_bytes"),
-              F.min(F.when(content, F.col("start"))).alias("g_first"))
-         .withColumn("s_trx", F.col("trx")))
-    whole = ((F.col("s_ord") == F.col("g_first_ord")) & (F.col("e_ord") == F.col("g_last"))
-             & (F.col("g_n") == F.col("g_last") - F.col("g_first_ord") + 1))
-    W = (R.join(G, ["file", "s_trx"], "left").withColumn("whole", F.coalesce(whole, F.lit(False)))
-         .localCheckpoint(eager=False))  # filled by the count below, read again by check 5's jobs
-    data.cached.append(W)
-    groups = (W.filter(F.col("whole") & (F.col("g_c") > 0)).dropDuplicates(["conn", "file", "s_ord"])
-              .select("conn", "file", "trx", F.col("g_c").alias("n_filt"),
-                      F.struct("file", F.col("g_first").alias("start")).alias("first"), F.col("g_bytes").alias("bytes"),
-                      (why == "gtid_start").alias("skipped")))
-    # the others per event; an event inside a whole group's record of the same connection is counted there
-    rest = W.filter(~F.col("whole")).select(*R.columns[1:])  # (without s_trx)
-    n = rest.agg(F.sum(_last_ordinal(data) - F.col("s_ord") + 1).alias("n")).collect()[0].n or 0
-    ev = (_withheld_events(data, rest, n <= BROADCAST_EVENTS)
-          .filter(content).select("conn", "file", "start", "trx", "length", (why == "gtid_start").alias("skipped"))
-          .dropDuplicates(["conn", "file", "start"])
-          .join(groups.select("conn", "file", "trx"), ["conn", "file", "trx"], "left_anti"))
-    return (_per_trx(ev).unionByName(groups.drop("file")).groupBy("conn", "trx")
-            .agg(F.sum("n_filt").alias("n_filt"), F.min("first").alias("first"), F.sum("bytes").alias("bytes"),
-                 F.max("skipped").alias("skipped")))
-
-
-def _per_trx(ev: Any) -> Any:
-    """`filtered_content`'s columns from its per-event rows."""
-    F = _F()
-    return ev.groupBy("conn", "trx").agg(
-        F.count("*").alias("n_filt"), F.min(F.struct("file", "start")).alias("first"),
-        F.sum("length").alias("bytes"), F.max("skipped").alias("skipped"))
+    return (withheld_events(data, ("hole", "dummy"))
+            # a table filter splits transactions by design (their frame stays: check 4 checks its decisions)
+            .filter(~F.coalesce(F.col("why"), F.lit("")).startswith("replicate-"))
+            .select("conn", "file", "start", "action", "type", "trx", "length",
+                    (F.coalesce(F.col("why"), F.lit("")) == "gtid_start").alias("skipped"))
+            .filter(~F.col("type").isin(*_METADATA_TYPES))
+            .dropDuplicates(["conn", "file", "start"]))  # two records over one event: check 1's overlap
 
 
 def _gtid_summary(rows: list[Any]) -> dict[int, dict[str, Any]]:
@@ -1202,7 +1137,9 @@ def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any
     skipped; GTIDs in numeric order (domain, server, seq), at most 100 each."""
     F = _F()
     out: list[tuple] = []
-    FC = filtered_content(data).cache()
+    FC = filtered_content(data).groupBy("conn", "trx").agg(
+        F.count("*").alias("n_filt"), F.min(F.struct("file", "start")).alias("first"),
+        F.sum("length").alias("bytes"), F.max("skipped").alias("skipped")).cache()
     content = (events_fi(data).filter(~F.col("type").isin(*_METADATA_TYPES))
                .select("trx", "fi", "start", "end"))
     pairs = with_conn(data, FC.select("conn", "trx"), ("start_fi", "start_pos", "end_fi", "end_pos"))

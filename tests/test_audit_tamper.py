@@ -40,16 +40,6 @@ def spark():
     s.stop()
 
 
-@pytest.fixture(autouse=True)
-def group_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Check 5 as a large audit takes it (`checks.filtered_content`: whole-group records read through their group's
-    counts, the rest per event): every tampering here must give the same findings as the per-event path of the
-    small audits of tests/test_audit.py."""
-    from binlogd.spark_analytics import checks
-
-    monkeypatch.setattr(checks, "GROUP_COUNTS_MIN_EVENTS", 0)
-
-
 @pytest.fixture(scope="module")
 def sc(tmp_path_factory: pytest.TempPathFactory, mariadb_base: Path, mariadb_binaries: dict[str, str]) -> Scenario:
     base = Path(tmp_path_factory.mktemp("audit-tamper"))
