@@ -420,9 +420,9 @@ def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any
     record's `count` gives it. A record whose start is not an event boundary expands to nothing (check 1).
 
     Computed once per audit (every FILTERED action, after the policy runs are expanded) and checkpointed: checks
-    2, 4, 5 and 8 read it (check 3 reads its records' events itself: `_replaced_rows`), and each of their plans
-    would otherwise expand the runs again (joins and a generator). Not eagerly: the first job that reads it (check
-    5's aggregate of the withheld transactions) fills it, where an eager checkpoint is a job of its own."""
+    2-5 and 8 read it, and each of their plans would otherwise expand the runs again (joins and a generator). Not
+    eagerly: the first job that reads it (check 5's aggregate of the withheld transactions) fills it, where an eager
+    checkpoint is a job of its own."""
     F = _F()
     if data.withheld is None:
         data.withheld = _withheld_events(data).localCheckpoint(eager=False)
