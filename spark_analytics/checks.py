@@ -998,90 +998,42 @@ def check_rules(data: AuditData) -> list[tuple]:
 # ---- check 3: dummy integrity -------------------------------------------------------------------------------------
 
 
-def _replaced_rows(binlog_dir: str, most: int) -> Callable[[Iterator[Any]], Iterator[tuple]]:
-    """Per partition of dummy/BEGIN records: the events each replaces, read from its binlog file (the range
-    `withheld_events` gives: `e_ord - s_ord + 1` events from its start, or `count` (at most `most`) when its end is
-    not an event boundary), yielding per record ("rec", seq, file, start, their total length, last end, number) and
-    per replaced event whose rebuild with protocol/rewrite.py (the one dummy/BEGIN builder) does not keep length
-    and log_pos or has no valid CRC ("bad", file, event start, action, why). The records are few next to the events:
-    their events are read here, not found by a join of every replaced ordinal with every event."""
+def _rebuild_rows(binlog_dir: str) -> Callable[[Iterator[Any]], Iterator[tuple]]:
+    """Per partition: rebuild each replaced event with protocol/rewrite.py; yield the ones that are not valid."""
 
     def run(rows: Iterator[Any]) -> Iterator[tuple]:
-        import mmap
-
         from binlogd.protocol.checksum import crc_ok
         from binlogd.protocol.rewrite import RewriteError, begin_event, dummy_event
-        from binlogd.spark_analytics.binlog_decode import fde_crc_len
 
-        opened: dict[str, tuple[Any, bool] | None] = {}
-        try:
-            for seq, file, start, s_ord, e_ord, count, action in rows:
-                if file not in opened:
-                    try:
-                        with open(f"{binlog_dir}/{file}", "rb") as fh:
-                            buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-                        fde_end = 4 + int.from_bytes(buf[4 + 9:4 + 13], "little")
-                        opened[file] = (buf, fde_crc_len(buf, 4, fde_end) > 0)  # crc_ok's null: no checksums
-                    except (OSError, ValueError):
-                        opened[file] = None
-                got = opened[file]
-                if got is None:
-                    continue
-                buf, has_crc = got
-                last = e_ord if e_ord is not None else s_ord + min(max(count or 1, 1), most) - 1
-                p, total, n = start, 0, 0
-                for _ in range(max(s_ord, last) - s_ord + 1):
-                    if p + 19 > len(buf):
-                        break
-                    length = int.from_bytes(buf[p + 9:p + 13], "little")
-                    if length < 19 or p + length > len(buf):
-                        break
-                    ev = bytes(buf[p:p + length])
-                    total, n = total + length, n + 1
-                    try:
-                        rebuilt = (begin_event if action == "begin" else dummy_event)(ev, has_crc)
-                    except RewriteError as e:
-                        yield ("bad", None, file, p, None, None, None, action, str(e))
-                    else:
-                        if len(rebuilt) != len(ev):
-                            why = f"length {len(rebuilt)} instead of {len(ev)}"
-                        elif rebuilt[13:17] != ev[13:17]:
-                            why = "log_pos differs from the original's"
-                        elif has_crc and not crc_ok(rebuilt):
-                            why = "CRC invalid"
-                        else:
-                            why = None
-                        if why is not None:
-                            yield ("bad", None, file, p, None, None, None, action, why)
-                    p += length
-                if n:
-                    yield ("rec", seq, file, start, total, p, n, action, None)
-        finally:
-            for got in opened.values():
-                if got is not None:
-                    got[0].close()
+        for file, start, length, action, has_crc in rows:
+            try:
+                with open(f"{binlog_dir}/{file}", "rb") as fh:
+                    fh.seek(start)
+                    ev = fh.read(length)
+                rebuilt = (begin_event if action == "begin" else dummy_event)(ev, bool(has_crc))
+            except (OSError, RewriteError) as e:
+                yield (file, start, action, str(e))
+                continue
+            if len(rebuilt) != len(ev):
+                yield (file, start, action, f"length {len(rebuilt)} instead of {len(ev)}")
+            elif rebuilt[13:17] != ev[13:17]:
+                yield (file, start, action, "log_pos differs from the original's")
+            elif has_crc and not crc_ok(rebuilt):
+                yield (file, start, action, "CRC invalid")
 
     return run
 
 
 def check_dummies(data: AuditData) -> list[tuple]:
-    """Check 3 from the dummy/BEGIN records and the events they replace, read by the task that rebuilds them
-    (`_replaced_rows`)."""
     F = _F()
     out: list[tuple] = []
-    D = (record_bounds(data).filter(F.col("action").isin("dummy", "begin"))
-         .select("seq", "conn", "file", "start", "end", "count", "length", "sent_length", "action", "s_ord", "e_ord"))
-    most = max((st.get("events", 0) for st in data.file_stats.values()), default=0)  # a tampered count stays bounded
-    parts = max(1, int(data.spark.conf.get("spark.sql.shuffle.partitions")))
-    T = data.spark.createDataFrame(
-        D.filter(F.col("s_ord").isNotNull()).select("seq", "file", "start", "s_ord", "e_ord", "count", "action")
-        .coalesce(parts).rdd.map(tuple).mapPartitions(_replaced_rows(str(data.binlog_dir), most)),
-        "kind STRING, seq BIGINT, file STRING, start BIGINT, e_length BIGINT, e_end BIGINT, e_count BIGINT, "
-        "action STRING, why STRING").localCheckpoint(eager=False)  # both readers below in the findings job
-    data.cached.append(T)
+    D = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("dummy", "begin"))
+         .select("seq", "conn", "file", "start", "end", "count", "length", "sent_length", "action"))
+    # per event of each record (a run expanded), then per record: what the events it replaces add up to
+    W = withheld_events(data, ("dummy", "begin"))
     # a record is (seq, file, start): the records a policy run expands to share its seq
-    per_rec = T.filter(F.col("kind") == "rec").groupBy("seq", "file", "start").agg(
-        F.sum("e_length").alias("e_length"), F.max("e_end").alias("e_end"), F.sum("e_count").alias("e_count"))
+    per_rec = W.groupBy("seq", "file", F.col("rec_start").alias("start")).agg(
+        F.sum("length").alias("e_length"), F.max("end").alias("e_end"), F.count("*").alias("e_count"))
     J = D.join(per_rec, ["seq", "file", "start"], "left")
     # a record whose range or length does not fit the binlog's events is check 1's finding; here only what was
     # sent instead of the events of a well-formed record
@@ -1099,8 +1051,11 @@ def check_dummies(data: AuditData) -> list[tuple]:
          F.format_string("%s run of %d events of length %d (sent %d bytes) replaces %d events of length %d",
                          F.col("action"), F.col("count"), F.col("length"), F.col("sent_length"),
                          F.col("e_count"), F.col("e_length")))])
-    # each distinct replaced event that does not rebuild: one finding
-    bad = T.filter(F.col("kind") == "bad").select("file", "start", "action", "why").distinct()
+    # rebuild each distinct replaced event with protocol/rewrite.py: same length and log_pos, valid CRC
+    uniq = (W.select("file", "start", F.col("length").alias("e_length"), "action",
+                     F.col("crc_ok").isNotNull().alias("has_crc")).distinct())
+    bad = data.spark.createDataFrame(uniq.rdd.map(tuple).mapPartitions(_rebuild_rows(str(data.binlog_dir))),
+                                     "file STRING, start BIGINT, action STRING, why STRING")
     out.append(bad.select(F.lit(3).alias("check"), F.lit("error").alias("severity"),
                           F.lit(None).cast("bigint").alias("connection_id"), "file", F.col("start").alias("pos"),
                           F.format_string("the %s rebuilt from the stored event (protocol/rewrite.py) is not valid: %s",
