@@ -21,7 +21,7 @@ from .binlog_source import (
     register,
 )
 from .binlog_stage import Staged, read_staged, stage_events
-from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger, stage_ledger, staged_rows
+from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger, stage_ledger, staged_rows, staged_seqs_distinct
 from .session import SMALL_INPUT_BYTES, start_python_workers
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
@@ -62,6 +62,7 @@ class Inputs:
     staged: Staged | None = None  # a larger directory's events staged as Parquet (`binlog_stage`); None: neither
     staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
     ledger_rows: int | None = None  # the staged ledger's records (its Parquet footers); None: counted by Spark
+    ledger_seqs_distinct: bool = False  # every staged record has its own seq (`ledger.staged_seqs_distinct`)
 
     def remove_staged(self) -> None:
         """Remove the staged Parquet directories (the audit's end, or a master whose executors cannot read them)."""
@@ -101,6 +102,7 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
         inputs.staged_ledger = stage_ledger(lf)
         if inputs.staged_ledger is not None:
             inputs.ledger_rows = staged_rows(inputs.staged_ledger)
+            inputs.ledger_seqs_distinct = staged_seqs_distinct(inputs.staged_ledger)
     return inputs
 
 
@@ -165,7 +167,8 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     progress("ledger")
     data = checks.AuditData(spark=spark, events=E, ledger=L, files=names, file_stats=stats, binlog_dir=binlog_dir,
                             torn=lf.torn, relays=relays, event_types=types,
-                            strict_ledger=inputs.staged_ledger is not None)
+                            strict_ledger=inputs.staged_ledger is not None,
+                            seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct)
     checks.drop_repeated_records(data)
     findings += checks.load_connections(data)
     progress("connections")

@@ -106,6 +106,7 @@ class AuditData:
     # policy-run records (`sent`, `policy` > 0) per connection, counted by `load_connections`' job
     run_counts: dict[int | None, int] = field(default_factory=dict)
     strict_ledger: bool = False  # the ledger was parsed strictly (staged): no `_corrupt_record` can be set
+    seqs_distinct: bool = False  # every record has its own seq (staged ledger): no line repeated byte for byte
     # the records with BOUNDS before `expand_policy_runs` (a policy run one record): checks 1, 2 and 4 read them;
     # None: `ledger`
     unexpanded: Any = None
@@ -133,10 +134,14 @@ def drop_repeated_records(data: AuditData) -> None:
     """A line repeated byte for byte (same seq, same content) is one fact reported once, by check 10 ("appears 2
     times"): the other checks read each record once, so a copied line is not also an overlap. `data.raw_ledger`
     keeps the records as written. Cached, not checkpointed: its lineage is short (the ledger's scan and one
-    aggregate), and the cache is filled by `load_connections`' job, where a checkpoint is a job of its own."""
+    aggregate), and the cache is filled by `load_connections`' job, where a checkpoint is a job of its own. A
+    ledger whose records all have their own seq (`seqs_distinct`, known from the staged Parquet) has no repeated
+    line: read as it is (no aggregate of every column, no cache)."""
     L = data.ledger
     if data.raw_ledger is None:
         data.raw_ledger = L
+    if data.seqs_distinct:
+        return
     data.ledger = L.dropDuplicates([c for c in L.columns if c != "ledger_file"]).cache()
     data.cached.append(data.ledger)
 

@@ -145,6 +145,23 @@ def staged_rows(staged: Path) -> int:
     return sum(pq.read_metadata(p).num_rows for p in staged.glob("part-*.parquet"))
 
 
+def staged_seqs_distinct(staged: Path) -> bool:
+    """Whether every record of a `stage_ledger` directory has a `seq` and no two the same (its `seq` column only):
+    then no line is repeated byte for byte, and `checks.drop_repeated_records` has nothing to drop."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols = [pq.read_table(p, columns=["seq"]).column("seq") for p in sorted(staged.glob("part-*.parquet"))]
+    if not cols:
+        return True
+    seq = pa.chunked_array([c for col in cols for c in col.chunks], pa.int64())
+    if seq.null_count:
+        return False
+    values = seq.to_numpy()
+    return len(np.unique(values)) == len(values)
+
+
 def read_ledger(spark: Any, files: LedgerFiles, staged: Path | None = None) -> Any:
     """All records as one DataFrame (schema above + `ledger_file`), cached: Spark needs that to query
     `_corrupt_record` on its own. `staged`: `stage_ledger`'s directory of the same files, read instead and not

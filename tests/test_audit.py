@@ -636,6 +636,27 @@ def test_staged_ledger_gives_the_rows_of_spark_json_read(spark, oracle_scenario:
     assert stage_ledger(ledger_files(ledger), tmp_path / "no") is None
     assert not (tmp_path / "no").exists()
 
+
+def test_staged_seqs_distinct_tells_when_no_line_can_repeat(oracle_scenario: Scenario, tmp_path: Path) -> None:
+    """`staged_seqs_distinct`: the ledger as written has one seq per record (the audit reads it without
+    `drop_repeated_records`' aggregate); a line repeated byte for byte, a second record with an existing seq, or a
+    record without a seq: not distinct (the records are deduplicated as before)."""
+    from binlogd.spark_analytics.ledger import ledger_files, stage_ledger, staged_seqs_distinct
+
+    ledger = tmp_path / "ledger"
+    shutil.copytree(oracle_scenario.ledger_dir, ledger)
+    (f,) = sorted(ledger.glob("ledger.*.jsonl"))
+    text = f.read_bytes()
+    lines = text.splitlines(keepends=True)
+    staged = stage_ledger(ledger_files(ledger), tmp_path / "s0")
+    assert staged is not None and staged_seqs_distinct(staged)
+    ev = json.loads(lines[3])
+    for k, changed in enumerate((lines[3], json.dumps({**ev, "start": ev["start"] + 1}).encode() + b"\n",
+                                 json.dumps({k: v for k, v in ev.items() if k != "seq"}).encode() + b"\n")):
+        f.write_bytes(b"".join(lines[:4]) + changed + b"".join(lines[4:]))
+        staged = stage_ledger(ledger_files(ledger), tmp_path / f"s{k + 1}")
+        assert staged is not None and not staged_seqs_distinct(staged), changed
+
 # ---- the HTML report, looked at in headless Chromium ---------------------------------------------------------------
 
 
