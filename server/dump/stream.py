@@ -58,7 +58,7 @@ from ..gtid_start import GtidSkipper
 from ..ledger import NULL, EvRecord, Ledger, jstr
 from ..semisync import SemiSyncMaster
 from ..transcode import TranscodeRefused, TranscodingWriter, target_algorithm
-from . import sender
+from . import pacing, sender
 from .framing import _LEN, Blocks, FramedChunk, Framing, frames_of
 from .params import DumpError, DumpParams, DumpStats, Writer
 from .records import LedgerRecords
@@ -198,6 +198,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         self._whole = False  # writes go whole to the transport (`_write`; set when the dump runs, from its loop)
         self._fan_fd: int | None = None  # the socket's descriptor for the fan-out's writes (`_raw_fd`)
         self._keeps_up = True  # the socket took the last big write whole: the next may go to the sender thread
+        self._paced: bool | None = None  # TCP_NOTSENT_LOWAT on the socket (pacing.py); None: not set yet
         self.fast_loop = True  # the C loop when it is built (tests turn it off to compare with the Python loop)
         self._gtid_sent = Action.SEND in (t.lookup(GTID_EVENT, 0, False), t.lookup(GTID_EVENT, 0, True),
                                           t.lookup(GTID_EVENT, 0x8000, False), t.lookup(GTID_EVENT, 0x8000, True))
@@ -336,6 +337,8 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         Through --faults the data goes whole (the fault writer cuts and counts packets per write)."""
         self._count_write(data)
         w = self.writer
+        if (DumpStream.running <= pacing.PACED_DUMPS) is not self._paced:
+            self._pace()
         if data:
             self._boundary_seq = data[3]  # a write that raises before taking anything leaves the wire here
         if len(data) >= sender.OFFLOAD_MIN and (out := self._sender()) is not None:
@@ -365,6 +368,14 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
                 self._boundary_seq = None
                 await w.drain()
         self._boundary_seq = self.seq
+
+    def _pace(self) -> None:
+        """Hold little unsent in the socket while few dumps run, no limit while more do (pacing.py)."""
+        self._paced = DumpStream.running <= pacing.PACED_DUMPS
+        w = self.writer
+        sock = w.transport.get_extra_info("socket") if type(w) is asyncio.StreamWriter else None
+        if sock is not None:
+            pacing.pace(sock, self._paced)
 
     def _sender(self) -> sender.Sender | None:
         """The sender thread for a big write (sender.py), or None: the write goes on the loop. Only with other dumps
@@ -446,6 +457,8 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         itself (-errno: it failed): the same counts, the rest to the transport, no drain. A socket whose send
         failed (the peer went away, or an unknown state) is closed: its bytes are never written twice."""
         self._count_write(data)
+        if (DumpStream.running <= pacing.PACED_DUMPS) is not self._paced:
+            self._pace()  # (for its next writes: these are in the socket already, or go to the transport)
         transport = self.writer.transport
         if written < 0 and written != -errno.EAGAIN:
             log.info("%s replica went away: %s", self.label, os.strerror(-written))
