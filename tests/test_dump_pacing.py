@@ -10,7 +10,7 @@ import socket
 import pytest
 from binlogd.server.dump import DumpStream, pacing
 
-from tests.test_dump_tail import NAME, _alone, _events, _fake_rotate, _groups, _params, _relay
+from tests.test_dump_tail import NAME, DumpServer, _groups, run_on, stop_and_compare
 
 
 def _lowat(writer: asyncio.StreamWriter) -> int:
@@ -40,21 +40,9 @@ def test_few_dumps_are_paced_many_are_not(tmp_path, loop: str) -> None:
     many = pacing.PACED_DUMPS + 2
 
     async def run() -> None:
-        st, store = _relay(tmp_path)
-        store.bind_loop(asyncio.get_running_loop())
-        st.feed([_fake_rotate(4) + b"".join(head)])
-        dumps: list[DumpStream] = []
-        writers: list[asyncio.StreamWriter] = []
-        tasks: list[asyncio.Task[None]] = []
-
-        async def serve(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            dump = DumpStream(store, writer, 1, _params(4, False, True))
-            dumps.append(dump)
-            writers.append(writer)
-            tasks.append(asyncio.current_task())  # type: ignore[arg-type]
-            await dump.run()
-
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        ds = DumpServer(tmp_path, head)
+        st, store, dumps, writers = ds.st, ds.store, ds.dumps, ds.writers
+        server = await asyncio.start_server(ds.serve, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         received = [bytearray() for _ in range(many)]
 
@@ -88,21 +76,7 @@ def test_few_dumps_are_paced_many_are_not(tmp_path, loop: str) -> None:
             await asyncio.sleep(0.002)
         await caught_up(many)
         assert [_lowat(w) for w in writers] == [0] * many
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await stop_and_compare(ds, readers, server, store, received)
         assert DumpStream.running == 0
-        for w in writers:
-            w.close()
-        await asyncio.gather(*readers, return_exceptions=True)
-        server.close()
-        want = await _alone(store, 4, False)
-        for r in received:
-            assert _events(bytes(r)) == want
 
-    if loop == "uvloop":
-        import uvloop
-
-        uvloop.run(run())
-    else:
-        asyncio.run(run())
+    run_on(loop, run)

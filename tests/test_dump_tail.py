@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from binlogd.protocol.constants import GTID_EVENT, GTID_LIST_EVENT, HEARTBEAT_LOG_EVENT, ROTATE_EVENT
@@ -262,8 +263,6 @@ def test_parked_tls_dumps_are_written_through_their_transports(tmp_path: Path, l
     the same events, and the fan-out still serves them (on both loops binlogd serves with)."""
     import ssl
 
-    import uvloop
-
     from tests.tlsca import make_certs
 
     certs = make_certs(tmp_path / "certs")
@@ -273,21 +272,9 @@ def test_parked_tls_dumps_are_written_through_their_transports(tmp_path: Path, l
     head, groups = _groups(copies=4)
 
     async def run() -> None:
-        st, store = _relay(tmp_path)
-        store.bind_loop(asyncio.get_running_loop())
-        st.feed([_fake_rotate(4) + b"".join(head)])
-        dumps: list[DumpStream] = []
-        tasks: list[asyncio.Task[None]] = []
-        writers: list[asyncio.StreamWriter] = []
-
-        async def serve(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            dump = DumpStream(store, writer, 1, _params(4, False, True))
-            dumps.append(dump)
-            writers.append(writer)
-            tasks.append(asyncio.current_task())  # type: ignore[arg-type]
-            await dump.run()
-
-        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ctx)
+        ds = DumpServer(tmp_path, head)
+        st, store, dumps, writers = ds.st, ds.store, ds.dumps, ds.writers
+        server = await asyncio.start_server(ds.serve, "127.0.0.1", 0, ssl=server_ctx)
         port = server.sockets[0].getsockname()[1]
         received = [bytearray() for _ in range(3)]
 
@@ -319,20 +306,55 @@ def test_parked_tls_dumps_are_written_through_their_transports(tmp_path: Path, l
         await asyncio.sleep(0.2)
         assert sum(d.stats.fan_ins for d in dumps) > len(groups)
         assert all(d._raw_fd() == -1 for d in dumps)
-        for t in tasks:
-            t.cancel()
-        for w in writers:
-            w.close()
-        await asyncio.gather(*readers, return_exceptions=True)
-        server.close()
-        want = await _alone(store, 4, False)
-        for r in received:
-            assert _events(bytes(r)) == want
+        await stop_and_compare(ds, readers, server, store, received)
 
+    run_on(loop, run)
+
+
+def run_on(loop: str, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """`main()` on uvloop or on asyncio's own loop (binlogd serves with either)."""
     if loop == "uvloop":
-        uvloop.run(run())
+        import uvloop
+
+        uvloop.run(main())
     else:
-        asyncio.run(run())
+        asyncio.run(main())
+
+
+class DumpServer:
+    """A relay that stored `head` (made in the running loop), and `serve` for asyncio.start_server: a blocking dump
+    (capability 4) of its store per connection, kept here."""
+
+    def __init__(self, tmp: Path, head: list[bytes]) -> None:
+        self.st, self.store = _relay(tmp)
+        self.store.bind_loop(asyncio.get_running_loop())
+        self.st.feed([_fake_rotate(4) + b"".join(head)])
+        self.dumps: list[DumpStream] = []
+        self.writers: list[asyncio.StreamWriter] = []
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def serve(self, _: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        dump = DumpStream(self.store, writer, 1, _params(4, False, True))
+        self.dumps.append(dump)
+        self.writers.append(writer)
+        self.tasks.append(asyncio.current_task())  # type: ignore[arg-type]
+        await dump.run()
+
+
+async def stop_and_compare(ds: DumpServer, readers: list[asyncio.Task[None]], server: asyncio.Server,
+                           store: BinlogStore, received: list[bytearray]) -> None:
+    """End the dumps of a test server and its readers; each reader got the events a lone dump sends
+    (capability 4)."""
+    for t in ds.tasks:
+        t.cancel()
+    await asyncio.gather(*ds.tasks, return_exceptions=True)
+    for w in ds.writers:
+        w.close()
+    await asyncio.gather(*readers, return_exceptions=True)
+    server.close()
+    want = await _alone(store, 4, False)
+    for r in received:
+        assert _events(bytes(r)) == want
 
 
 async def _parked(tmp: Path, head: list[bytes], n: int) -> tuple[RelayStorage, BinlogStore, list[Client]]:
