@@ -337,8 +337,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         Through --faults the data goes whole (the fault writer cuts and counts packets per write)."""
         self._count_write(data)
         w = self.writer
-        if (DumpStream.running <= pacing.PACED_DUMPS) is not self._paced:
-            self._pace()
+        self._pace()
         if data:
             self._boundary_seq = data[3]  # a write that raises before taking anything leaves the wire here
         if len(data) >= sender.OFFLOAD_MIN and (out := self._sender()) is not None:
@@ -370,12 +369,16 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         self._boundary_seq = self.seq
 
     def _pace(self) -> None:
-        """Hold little unsent in the socket while few dumps run, no limit while more do (pacing.py)."""
-        self._paced = DumpStream.running <= pacing.PACED_DUMPS
+        """Hold little unsent in the socket while few dumps run, no limit while more do (pacing.py): set or cleared
+        when the number of dumps crosses PACED_DUMPS (checked at each write)."""
+        paced = DumpStream.running <= pacing.PACED_DUMPS
+        if paced is self._paced:
+            return
+        self._paced = paced
         w = self.writer
         sock = w.transport.get_extra_info("socket") if type(w) is asyncio.StreamWriter else None
         if sock is not None:
-            pacing.pace(sock, self._paced)
+            pacing.pace(sock, paced)
 
     def _sender(self) -> sender.Sender | None:
         """The sender thread for a big write (sender.py), or None: the write goes on the loop. Only with other dumps
@@ -457,8 +460,7 @@ class DumpStream(Framing, LedgerRecords, StartResolution, Tailing):
         itself (-errno: it failed): the same counts, the rest to the transport, no drain. A socket whose send
         failed (the peer went away, or an unknown state) is closed: its bytes are never written twice."""
         self._count_write(data)
-        if (DumpStream.running <= pacing.PACED_DUMPS) is not self._paced:
-            self._pace()  # (for its next writes: these are in the socket already, or go to the transport)
+        self._pace()  # (for its next writes: these are in the socket already, or go to the transport)
         transport = self.writer.transport
         if written < 0 and written != -errno.EAGAIN:
             log.info("%s replica went away: %s", self.label, os.strerror(-written))
