@@ -108,6 +108,7 @@ class AuditData:
     strict_ledger: bool = False  # the ledger was parsed strictly (staged): no `_corrupt_record` can be set
     seqs_distinct: bool = False  # every record has its own seq (staged ledger): no line repeated byte for byte
     runs: Any = None  # `run_counts`: the policy runs with the events their type rules filtered, per action
+    run_slices: Any = None  # the same per run and timeline slice (`run_counts`)
 
 
 def _F() -> Any:
@@ -531,18 +532,26 @@ def verify_policy_runs(data: AuditData) -> list[tuple]:
 def run_counts(data: AuditData) -> Any:
     """Per policy run that fits the binlog (`run_ok`): its columns and, per RUN_ACTIONS action, the events its
     connection's type rules give that action in its range (`n_<action>`) and their bytes (`b_<action>`). A run of
-    a connection without a conn record counts none. Prefix counts of the classes at the run's two ends
-    (`class_counts`): no per-event row is kept. Checkpointed at its first reader (the findings, `ledger_totals`,
-    `timeline` read it)."""
+    a connection without a conn record counts none. Counted per slice of the timeline the run spans (`timeline`
+    reads the slices: `data.run_slices`) by prefix counts of the classes at the slices' two ends (`class_counts`):
+    no per-event row is kept. Checkpointed at its first reader (the findings, `ledger_totals`, `timeline`)."""
     F = _F()
     if data.runs is None:
         classes = run_classes(data)
         pids = {c.conn: c.policy_id for c in data.connections}
         R = (data.ledger.filter(F.col("run_ok"))
-             .select("seq", "conn", "file", "start", "end", "count", "length", "sent_length", "policy",
-                     literal_map(pids, "BIGINT", "INT")[F.col("conn")].alias("pid"),
+             .select("seq", "conn", "file", F.col("start").alias("r_start"), F.col("end").alias("r_end"), "count",
+                     "length", "sent_length", "policy", literal_map(pids, "BIGINT", "INT")[F.col("conn")].alias("pid"),
                      F.monotonically_increasing_id().alias("rid")))
-        C = class_counts(data, R, classes, sized=tuple(classes))
+        # the run cut at the timeline's slice boundaries: an event is in the slice its start is in
+        offs, total, n = _span_offsets(data), _span_total(data), TIMELINE_SLICES
+        b0, b1 = _slice_of(F, offs + F.col("r_start"), total), _slice_of(F, offs + F.col("r_end") - 1, total)
+        R = R.withColumn("b", F.explode(F.sequence(b0, F.greatest(b0, b1))))
+        first = F.expr(f"(CAST(b AS BIGINT) * {total} + {n - 1}) div {n}") - offs  # where slice b begins in the file
+        nxt = F.expr(f"(CAST(b + 1 AS BIGINT) * {total} + {n - 1}) div {n}") - offs
+        R = R.select("*", F.greatest(F.col("r_start"), first).alias("start"),
+                     F.when(F.col("b") == F.greatest(b0, b1), F.col("r_end"))
+                     .otherwise(F.least(F.col("r_end"), nxt)).alias("end"))
 
         def per(action: str, prefix: str) -> Any:
             v = F.lit(0).cast("bigint")
@@ -552,10 +561,40 @@ def run_counts(data: AuditData) -> Any:
                     v = F.when(F.col("pid") == pid, F.col(f"{prefix}_{name}")).otherwise(v)
             return v.cast("bigint")
 
-        data.runs = C.select(*R.columns, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
-                             *[per(a, "b").alias(f"b_{a}") for a in RUN_ACTIONS]).localCheckpoint(eager=False)
-        data.cached.append(data.runs)
+        C = class_counts(data, R, classes, sized=tuple(classes)).select(
+            *R.columns, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
+            *[per(a, "b").alias(f"b_{a}") for a in RUN_ACTIONS]).localCheckpoint(eager=False)
+        keys = [c for c in R.columns if c not in ("b", "start", "end")]
+        data.run_slices = C.select("conn", "file", "start", "end", "b", *[f"n_{a}" for a in RUN_ACTIONS])
+        data.runs = (C.groupBy(*keys).agg(*[F.sum(f"{p}_{a}").alias(f"{p}_{a}") for p in "nb" for a in RUN_ACTIONS])
+                     .withColumnRenamed("r_start", "start").withColumnRenamed("r_end", "end")
+                     .localCheckpoint(eager=False))
+        data.cached += [C, data.runs]
     return data.runs
+
+
+# the timeline's slices of the audited binlog span (`timeline`, `run_counts`)
+TIMELINE_SLICES = 120
+
+
+def _span_offsets(data: AuditData) -> Any:
+    """Per row: the offset of its binlog file (`file`) in the span of all files, in file order (null: not one of
+    them)."""
+    base: dict[str, int] = {}
+    acc = 0
+    for f in data.files:
+        base[f] = acc
+        acc += data.file_stats.get(f, {}).get("end", 4)
+    return literal_map(base, "STRING", "BIGINT")[_F().col("file")]
+
+
+def _span_total(data: AuditData) -> int:
+    return max(sum(data.file_stats.get(f, {}).get("end", 4) for f in data.files), 1)
+
+
+def _slice_of(F: Any, at: Any, total: int) -> Any:
+    """The timeline slice of a position in the span (`_span_offsets` + position in its file)."""
+    return F.least(F.lit(TIMELINE_SLICES - 1), (at * TIMELINE_SLICES / total).cast("int"))
 
 
 def class_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: tuple[str, ...] = ()) -> Any:
@@ -1469,39 +1508,32 @@ def action_totals(totals: list[Any]) -> dict[int, dict[str, dict[str, int]]]:
     return out
 
 
-def timeline(data: AuditData, buckets: int = 120) -> dict[int, list[dict[str, int]]]:
-    """Per connection, the audited binlog span cut into `buckets` slices: filtered events per action in each. A
-    record spanning several slices shows in each of them (its events shared out); a policy run as its sent events
-    and, per action, the events its type rules filtered (`run_counts`), each shared out the same way."""
+def timeline(data: AuditData) -> dict[int, list[dict[str, int]]]:
+    """Per connection, the audited binlog span cut into TIMELINE_SLICES slices: events per action in each. A
+    record spanning several slices shows in each of them (its events shared out); a policy run's sent events are
+    shared out the same way, the events its type rules filtered are counted per slice (`run_counts`)."""
     F = _F()
-    base: dict[str, int] = {}
-    acc = 0
-    for f in data.files:
-        base[f] = acc
-        acc += data.file_stats.get(f, {}).get("end", 4)
-    total = max(acc, 1)
-    offs = literal_map(base, "STRING", "BIGINT")
+    n, total = TIMELINE_SLICES, _span_total(data)
     R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED)
-                            & F.col("file").isin(list(base)) & ~F.coalesce(F.col("run_ok"), F.lit(False)))
+                            & F.col("file").isin(data.files) & ~F.coalesce(F.col("run_ok"), F.lit(False)))
          .select("conn", "file", "start", "end", "count", _action_kind(F).alias("action")))
     if data.run_counts:
         n_all = F.col("n_hole") + F.col("n_dummy") + F.col("n_begin")
-        parts = [F.struct(F.lit("sent").alias("action"), (F.col("count") - n_all).alias("count"))] + [
-            F.struct(F.lit(a).alias("action"), F.col(f"n_{a}").alias("count")) for a in RUN_ACTIONS]
-        X = (run_counts(data).filter(F.col("file").isin(list(base)))
-             .select("conn", "file", "start", "end", F.explode(F.array(*parts)).alias("p"))
-             .filter(F.col("p.count") > 0).select("conn", "file", "start", "end", "p.count", "p.action"))
-        R = R.unionByName(X.select(*[F.col(c).cast(R.schema[c].dataType) for c in R.columns]))
-    rows = (R.withColumn("base", offs[F.col("file")])
-            .withColumn("b0", F.least(F.lit(buckets - 1),
-                                      ((F.col("base") + F.col("start")) * buckets / total).cast("int")))
-            .withColumn("b1", F.greatest(F.col("b0"), F.least(F.lit(buckets - 1), (
-                (F.col("base") + F.col("end") - 1) * buckets / total).cast("int"))))
-            .withColumn("b", F.explode(F.sequence("b0", "b1")))
-            .withColumn("share", F.col("count") / (F.col("b1") - F.col("b0") + 1))
-            .groupBy("conn", "b", "action").agg(F.sum("share").alias("n")).collect())
+        R = R.unionByName(run_counts(data).select("conn", "file", "start", "end", (F.col("count") - n_all).alias(
+            "count"), F.lit("sent").alias("action")).filter(F.col("count") > 0))
+    offs = _span_offsets(data)
+    b0, b1 = _slice_of(F, offs + F.col("start"), total), _slice_of(F, offs + F.col("end") - 1, total)
+    S = (R.withColumn("b0", b0).withColumn("b1", F.greatest(b0, b1))
+         .withColumn("b", F.explode(F.sequence("b0", "b1")))
+         .select("conn", "b", "action", (F.col("count") / (F.col("b1") - F.col("b0") + 1)).alias("share")))
+    if data.run_counts:
+        S = S.unionByName(data.run_slices.select(
+            "conn", "b", F.explode(F.array(*[F.struct(F.lit(a).alias("action"), F.col(f"n_{a}").cast("double")
+                                                      .alias("share")) for a in RUN_ACTIONS])).alias("p"))
+            .filter(F.col("p.share") > 0).select("conn", "b", "p.action", "p.share"))
+    rows = S.groupBy("conn", "b", "action").agg(F.sum("share").alias("n")).collect()
     out: dict[int, list[dict[str, int]]] = {}
     for r in rows:
-        sl = out.setdefault(r.conn, [{} for _ in range(buckets)])
+        sl = out.setdefault(r.conn, [{} for _ in range(n)])
         sl[r.b][r.action] = sl[r.b].get(r.action, 0) + max(1, round(r.n))
     return out
