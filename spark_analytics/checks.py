@@ -109,6 +109,8 @@ class AuditData:
     seqs_distinct: bool = False  # every record has its own seq (staged ledger): no line repeated byte for byte
     runs: Any = None  # `run_counts`: the policy runs with the events their type rules filtered, per action
     run_slices: Any = None  # the same per run and timeline slice (`run_counts`)
+    # `rule_suspects`' records with their class counts, counted in `run_counts`' job (None: counted by itself)
+    suspect_counts: Any = None
 
 
 def _F() -> Any:
@@ -561,15 +563,27 @@ def run_counts(data: AuditData) -> Any:
                     v = F.when(F.col("pid") == pid, F.col(f"{prefix}_{name}")).otherwise(v)
             return v.cast("bigint")
 
-        C = class_counts(data, R, classes, sized=tuple(classes)).select(
-            *R.columns, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
-            *[per(a, "b").alias(f"b_{a}") for a in RUN_ACTIONS]).localCheckpoint(eager=False)
+        # `rule_suspects`' records are counted in the same pass (one scan of the events for both)
+        S, s_classes, s_pids = _suspect_records(data) if per_record_rules(data) else (None, {}, {})
+        if s_classes:
+            both = R.withColumn("part", F.lit(0)).unionByName(_to_count(S, s_pids).withColumn("part", F.lit(1)),
+                                                             allowMissingColumns=True)
+            C = class_counts(data, both, {**classes, **s_classes}, sized=tuple(classes)).localCheckpoint(eager=False)
+            data.cached.append(C)
+            data.suspect_counts = C.filter(F.col("part") == 1).select(
+                *S.columns, *[f"n_{n}" for n in s_classes])
+            C = C.filter(F.col("part") == 0)
+        else:
+            C = class_counts(data, R, classes, sized=tuple(classes)).localCheckpoint(eager=False)
+            data.cached.append(C)
+        C = C.select(*R.columns, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
+                     *[per(a, "b").alias(f"b_{a}") for a in RUN_ACTIONS])
         keys = [c for c in R.columns if c not in ("b", "start", "end")]
         data.run_slices = C.select("conn", "file", "start", "end", "b", *[f"n_{a}" for a in RUN_ACTIONS])
         data.runs = (C.groupBy(*keys).agg(*[F.sum(f"{p}_{a}").alias(f"{p}_{a}") for p in "nb" for a in RUN_ACTIONS])
                      .withColumnRenamed("r_start", "start").withColumnRenamed("r_end", "end")
                      .localCheckpoint(eager=False))
-        data.cached += [C, data.runs]
+        data.cached.append(data.runs)
     return data.runs
 
 
@@ -600,10 +614,12 @@ def _slice_of(F: Any, at: Any, total: int) -> Any:
 def class_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: tuple[str, ...] = ()) -> Any:
     """`R` (records: `file`, `start`, `end`, their other columns a unique key) with, per class of `classes` (rule
     keys, `_rule_key`), `n_<class>`: the binlog events of that class in [start, end), and for the `sized` classes
-    `b_<class>`: their bytes. One job over the records' two ends and the events of the classes (no per-event row
-    kept): the ends are put among those events in file order (by position: a record's start sorts before the event
-    starting there), one running sum per chunk of PREFIX_CHUNK bytes of a file (parallel tasks) plus the chunks
-    before it gives each end the events of each class before it, and each record is its end minus its start."""
+    `b_<class>`: their bytes. One scan of the events (only those of the classes are kept) and one sorted pass: the
+    records' two ends are put among those events in file order (by position: a record's start sorts before the
+    event starting there); per chunk of PREFIX_CHUNK bytes of a file (parallel tasks) a running sum gives each end
+    the events of each class before it in its chunk, and one marker row per chunk that chunk's total, whose running
+    sum over the file's chunks is each chunk's offset; each record is its end minus its start. The sorted pass is
+    checkpointed: the offsets and the ends are read from it, not from a second scan of the events."""
     from pyspark.sql import Window
 
     F = _F()
@@ -611,12 +627,12 @@ def class_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: 
     sums = [(f"n_{n}", n, F.lit(1)) for n in classes] + [(f"b_{n}", n, F.col("length")) for n in sized]
     if not sums:
         return R.select("*")
-    chunk = (F.col("pos") / PREFIX_CHUNK).cast("long").alias("chunk")
+    zero = [F.lit(0).cast("bigint").alias(f"i_{o}") for o, _, _ in sums]
     at_ends = F.array(F.struct(F.col("start").alias("pos"), F.lit(-1).alias("sign")),
                       F.struct(F.col("end").alias("pos"), F.lit(1).alias("sign")))
     ends = (R.select("file", *rec_cols, F.explode(at_ends).alias("at"))
-            .select("*", F.col("at.pos").alias("pos"), F.col("at.sign").alias("sign"), F.lit(0).alias("kind"),
-                    *[F.lit(0).cast("bigint").alias(f"i_{o}") for o, _, _ in sums]).drop("at"))
+            .select("*", F.col("at.pos").alias("pos"), F.col("at.sign").alias("sign"), F.lit(0).alias("kind"), *zero)
+            .drop("at"))
     key = _rule_key(F)
     hit = F.lit(False)
     for ks in classes.values():
@@ -624,13 +640,23 @@ def class_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: 
     evs = (data.events.filter(hit)
            .select("file", F.col("start").alias("pos"), F.lit(1).alias("kind"),
                    *[F.when(key.isin(classes[n]), v).otherwise(0).cast("bigint").alias(f"i_{o}") for o, n, v in sums]))
-    U = ends.unionByName(evs, allowMissingColumns=True).select("*", chunk)
-    before = Window.partitionBy("file", "chunk").orderBy("pos", "kind").rowsBetween(Window.unboundedPreceding, -1)
+    marks = data.spark.createDataFrame(
+        [(f, c * PREFIX_CHUNK) for f in data.files for c in range(data.file_stats.get(f, {}).get("end", 4)
+                                                                   // PREFIX_CHUNK + 1)],
+        "file STRING, pos BIGINT").select("*", F.lit(2).alias("kind"), *zero)
+    U = (ends.unionByName(evs, allowMissingColumns=True).unionByName(marks, allowMissingColumns=True)
+         .select("*", (F.col("pos") / PREFIX_CHUNK).cast("long").alias("chunk")))
+    w = Window.partitionBy("file", "chunk").orderBy("pos", "kind")
+    S = (U.select("*", *[F.coalesce(F.sum(f"i_{o}").over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
+                         .alias(f"l_{o}") for o, _, _ in sums],
+                  *[F.sum(f"i_{o}").over(w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
+                    .alias(f"t_{o}") for o, _, _ in sums])
+         .filter(F.col("kind") != 1).drop(*[f"i_{o}" for o, _, _ in sums]).localCheckpoint(eager=False))
+    data.cached.append(S)
     wc = Window.partitionBy("file").orderBy("chunk").rowsBetween(Window.unboundedPreceding, -1)
-    offs = U.groupBy("file", "chunk").agg(*[F.sum(f"i_{o}").alias(f"t_{o}") for o, _, _ in sums]).select(
+    offs = S.filter(F.col("kind") == 2).select(
         "file", "chunk", *[F.coalesce(F.sum(f"t_{o}").over(wc), F.lit(0)).alias(f"o_{o}") for o, _, _ in sums])
-    at = (U.select("*", *[F.coalesce(F.sum(f"i_{o}").over(before), F.lit(0)).alias(f"l_{o}") for o, _, _ in sums])
-          .filter(F.col("kind") == 0).join(offs, ["file", "chunk"])
+    at = (S.filter(F.col("kind") == 0).join(F.broadcast(offs), ["file", "chunk"])
           .select("file", *rec_cols, "sign",
                   *[(F.col(f"l_{o}") + F.col(f"o_{o}")).alias(f"c_{o}") for o, _, _ in sums]))
     return (at.groupBy("file", *rec_cols).agg(*[F.sum(F.col("sign") * F.col(f"c_{o}")).alias(o) for o, _, _ in sums])
@@ -939,24 +965,11 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
     One job over the records and the events of the classes (`class_counts`); each record sums the counts of the
     classes it is checked against."""
     F = _F()
-    pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
     out: dict[int, list[tuple[str, int, int]] | None] = {c.conn: None for c in data.connections
                                                           if c.table_filters is not None}
-    classes = prefix_classes(data)
+    R, classes, pids = _suspect_records(data)
     names = list(classes)
-    R = with_conn(data, records(data, (*BOUNDS, "policy")),
-                  ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
     pid, action = F.col("policy_id"), F.col("action")
-    run = F.coalesce(F.col("policy"), F.lit(0)) > 0
-    whole = F.col("s_ord").isNull() | F.col("e_ord").isNull() | (F.col("e_ord") < F.col("s_ord"))
-    # what each record is checked against: 1, its action's class covers all its events; 2, the three classes
-    # (not sent) none; 3, `ncap` none; 0: nothing (a GTID connect's skip); 4, never agrees (`renamed`)
-    mode = (F.when(action.isin("hole", "dummy", "begin"),
-                   F.when(F.coalesce(F.col("why"), F.lit("")) == "gtid_start", 0).otherwise(1))
-            .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
-    R = R.select("conn", "seq", "file", "start", "end", "action", "policy_id", mode.alias("mode"),
-                 F.coalesce(whole, F.lit(True)).alias("whole"), F.coalesce(~in_range(F), F.lit(True)).alias("out"),
-                 (F.col("e_ord") - F.col("s_ord") + 1).alias("n"))
 
     def count(cls: str, p: int) -> Any:
         n = f"{cls}{p}"
@@ -969,9 +982,14 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
         value = F.when((pid == p) & (F.col("mode") == 2), count("hole", p) + count("dummy", p) + count("begin", p)
                        ).otherwise(value)
         value = F.when((pid == p) & (F.col("mode") == 3), count("ncap", p)).otherwise(value)
-    if not names:  # no class: every connection has a table filter (or no policy withholds any event type)
-        pids = {}
-    counted = _counted(data, R, classes, value, pids) if names else None
+    counted = None
+    if names:
+        C = data.suspect_counts
+        if C is None:
+            C = class_counts(data, _to_count(R, pids), classes)
+        bad = ((F.col("mode") == 1) & (F.col("got") != F.col("n"))) | ((F.col("mode") > 1) & (F.col("got") > 0))
+        counted = C.withColumn("got", value).filter(bad).select("conn", "file", "start", "end",
+                                                                F.lit(False).alias("whole"))
     # records that need no count: off the events' boundaries (all of the connection's events: the range means
     # nothing), outside their connection's range, `renamed`; and the records of a connection without a conn record
     # (`with_conn` dropped them)
@@ -991,14 +1009,38 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
     return out
 
 
-def _counted(data: AuditData, R: Any, classes: dict[str, list[int]], value: Any, pids: dict[int, int]) -> Any:
-    """`rule_suspects`' counted records that disagree: (conn, file, start, end, whole false)."""
+def _suspect_records(data: AuditData) -> tuple[Any, dict[str, list[int]], dict[int, int]]:
+    """`rule_suspects`' records (each with what it is checked against: `mode`, `whole`, `out`, `n`), the classes
+    (`prefix_classes`) and the policy of each connection checked per record."""
     F = _F()
-    C = class_counts(data, R.filter(F.col("conn").isin(list(pids)) & ~F.col("whole") & ~F.col("out")
-                                    & F.col("mode").isin(1, 2, 3)), classes)
-    return (C.withColumn("got", value)
-            .filter(((F.col("mode") == 1) & (F.col("got") != F.col("n"))) | ((F.col("mode") > 1) & (F.col("got") > 0)))
-            .select("conn", "file", "start", "end", F.lit(False).alias("whole")))
+    pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
+    classes = prefix_classes(data)
+    R = with_conn(data, records(data, (*BOUNDS, "policy")),
+                  ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
+    action = F.col("action")
+    run = F.coalesce(F.col("policy"), F.lit(0)) > 0
+    whole = F.col("s_ord").isNull() | F.col("e_ord").isNull() | (F.col("e_ord") < F.col("s_ord"))
+    # what each record is checked against: 1, its action's class covers all its events; 2, the three classes
+    # (not sent) none; 3, `ncap` none; 0: nothing (a GTID connect's skip); 4, never agrees (`renamed`)
+    mode = (F.when(action.isin("hole", "dummy", "begin"),
+                   F.when(F.coalesce(F.col("why"), F.lit("")) == "gtid_start", 0).otherwise(1))
+            .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
+    R = R.select("conn", "seq", "file", "start", "end", "action", "policy_id", mode.alias("mode"),
+                 F.coalesce(whole, F.lit(True)).alias("whole"), F.coalesce(~in_range(F), F.lit(True)).alias("out"),
+                 (F.col("e_ord") - F.col("s_ord") + 1).alias("n"))
+    return R, classes, pids if classes else {}
+
+
+def _to_count(R: Any, pids: dict[int, int]) -> Any:
+    """The records of `_suspect_records` whose classes are counted (`class_counts`)."""
+    F = _F()
+    return R.filter(F.col("conn").isin(list(pids)) & ~F.col("whole") & ~F.col("out") & F.col("mode").isin(1, 2, 3))
+
+
+def per_record_rules(data: AuditData) -> bool:
+    """Whether checks 2 and 4 compare records (`rule_suspects`) before events: not below RULE_SUSPECTS_MIN_EVENTS
+    binlog events."""
+    return sum(st.get("events", 0) for st in data.file_stats.values()) >= RULE_SUSPECTS_MIN_EVENTS
 
 
 def _in_suspects(F: Any, suspects: dict[int, list[tuple[str, int, int]] | None], end: str) -> Any:
@@ -1018,7 +1060,7 @@ def check_rules(data: AuditData) -> list[tuple]:
     fewer than RULE_SUSPECTS_MIN_EVENTS events: every event compared, no record-level job."""
     F = _F()
     out: list[tuple] = []
-    if sum(st.get("events", 0) for st in data.file_stats.values()) < RULE_SUSPECTS_MIN_EVENTS:
+    if not per_record_rules(data):
         inside = F.lit(True)  # every event compared (a superset of any suspect ranges: the same findings)
     else:
         suspects = rule_suspects(data)
