@@ -617,9 +617,10 @@ def class_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: 
     `b_<class>`: their bytes. One scan of the events (only those of the classes are kept) and one sorted pass: the
     records' two ends are put among those events in file order (by position: a record's start sorts before the
     event starting there); per chunk of PREFIX_CHUNK bytes of a file (parallel tasks) a running sum gives each end
-    the events of each class before it in its chunk, and one marker row per chunk that chunk's total, whose running
-    sum over the file's chunks is each chunk's offset; each record is its end minus its start. The sorted pass is
-    checkpointed: the offsets and the ends are read from it, not from a second scan of the events."""
+    the events of each class before it in its chunk, and a marker row at the chunk's last byte (after any event
+    there) that chunk's total, whose running sum over the file's chunks is each chunk's offset; each record is its
+    end minus its start. The sorted pass is checkpointed: the offsets and the ends are read from it, not from a
+    second scan of the events."""
     from pyspark.sql import Window
 
     F = _F()
@@ -641,21 +642,19 @@ def class_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: 
            .select("file", F.col("start").alias("pos"), F.lit(1).alias("kind"),
                    *[F.when(key.isin(classes[n]), v).otherwise(0).cast("bigint").alias(f"i_{o}") for o, n, v in sums]))
     marks = data.spark.createDataFrame(
-        [(f, c * PREFIX_CHUNK) for f in data.files for c in range(data.file_stats.get(f, {}).get("end", 4)
+        [(f, (c + 1) * PREFIX_CHUNK - 1) for f in data.files for c in range(data.file_stats.get(f, {}).get("end", 4)
                                                                    // PREFIX_CHUNK + 1)],
         "file STRING, pos BIGINT").select("*", F.lit(2).alias("kind"), *zero)
     U = (ends.unionByName(evs, allowMissingColumns=True).unionByName(marks, allowMissingColumns=True)
          .select("*", (F.col("pos") / PREFIX_CHUNK).cast("long").alias("chunk")))
     w = Window.partitionBy("file", "chunk").orderBy("pos", "kind")
     S = (U.select("*", *[F.coalesce(F.sum(f"i_{o}").over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
-                         .alias(f"l_{o}") for o, _, _ in sums],
-                  *[F.sum(f"i_{o}").over(w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
-                    .alias(f"t_{o}") for o, _, _ in sums])
+                         .alias(f"l_{o}") for o, _, _ in sums])
          .filter(F.col("kind") != 1).drop(*[f"i_{o}" for o, _, _ in sums]).localCheckpoint(eager=False))
     data.cached.append(S)
     wc = Window.partitionBy("file").orderBy("chunk").rowsBetween(Window.unboundedPreceding, -1)
     offs = S.filter(F.col("kind") == 2).select(
-        "file", "chunk", *[F.coalesce(F.sum(f"t_{o}").over(wc), F.lit(0)).alias(f"o_{o}") for o, _, _ in sums])
+        "file", "chunk", *[F.coalesce(F.sum(f"l_{o}").over(wc), F.lit(0)).alias(f"o_{o}") for o, _, _ in sums])
     at = (S.filter(F.col("kind") == 0).join(F.broadcast(offs), ["file", "chunk"])
           .select("file", *rec_cols, "sign",
                   *[(F.col(f"l_{o}") + F.col(f"o_{o}")).alias(f"c_{o}") for o, _, _ in sums]))
