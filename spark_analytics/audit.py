@@ -173,7 +173,7 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     findings += checks.load_connections(data)
     progress("connections")
     # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
-    pending: list[Any] = checks.expand_policy_runs(data)
+    pending: list[Any] = checks.verify_policy_runs(data)
     progress("policy runs")
     # checks 1-5 mostly plan (their findings are collected at once): the daemon starts meanwhile, holding no task
     # slot that a job of the connection or policy-run steps needs

@@ -92,7 +92,7 @@ class Connection:
 class AuditData:
     spark: Any
     events: Any  # E: binlog events (binlog_source COLUMNS)
-    ledger: Any  # the ev/conn/close records the checks read: policy runs expanded (`expand_policy_runs`)
+    ledger: Any  # the ev/conn/close records the checks read: BOUNDS and `run_ok` added (`verify_policy_runs`)
     files: list[str]  # binlog files in order
     file_stats: dict[str, dict[str, int]]  # file -> {"events", "end", "bytes"}
     binlog_dir: Path
@@ -107,9 +107,10 @@ class AuditData:
     run_counts: dict[int | None, int] = field(default_factory=dict)
     strict_ledger: bool = False  # the ledger was parsed strictly (staged): no `_corrupt_record` can be set
     seqs_distinct: bool = False  # every record has its own seq (staged ledger): no line repeated byte for byte
-    # the records with BOUNDS before `expand_policy_runs` (a policy run one record): checks 1, 2 and 4 read them;
-    # None: `ledger`
-    unexpanded: Any = None
+    runs: Any = None  # `run_counts`: the policy runs with the events their type rules filtered, per action
+    run_slices: Any = None  # the same per run and timeline slice (`run_counts`)
+    # `rule_suspects`' records with their class counts, counted in `run_counts`' job (None: counted by itself)
+    suspect_counts: Any = None
 
 
 def _F() -> Any:
@@ -156,7 +157,7 @@ def load_connections(data: AuditData) -> list[tuple]:
     L = data.ledger
     out: list[tuple] = []
     # one job: the conn and close records (`rec`) and what the ev records say per connection (`ev_conn`, `last`,
-    # and `runs`: its policy runs, which `expand_policy_runs` needs to know before it plans)
+    # and `runs`: its policy runs, which `verify_policy_runs` needs to know before it plans)
     last = F.max_by(F.struct("file", "end"), F.when(F.col("action").isin("sent", *FILTERED), F.col("seq")))
     recs = L.filter(F.col("r").isin("conn", "close")).select(F.struct(*L.columns).alias("rec"))
     evs = L.filter(F.col("r") == "ev").groupBy("conn").agg(last.alias("last"),
@@ -326,26 +327,41 @@ def policy_rules(data: AuditData, conns: list[int] | None = None) -> dict[int, d
     return out
 
 
-def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None = None) -> Any:
-    """Per event (its `type`, `flags`, `gtid_standalone`): the array of (conn, expected action) of every
+def _rule_table(data: AuditData, why: str | None = None, conns: list[int] | None = None,
+                actions: tuple[str, ...] | None = None, content: bool = False
+                ) -> dict[int, list[tuple[int, str, bool]]]:
+    """`rule_hits`' table: rule key -> (policy_id, expected action, whether the why is the type rules) of every
+    policy (of `conns`) that does not send it; `why`, `actions`: only those answers; `content`: only the keys of
+    types that carry transaction content (not _METADATA_TYPES)."""
+    table: dict[int, list[tuple[int, str, bool]]] = {}
+    for pid, rules_of in policy_rules(data, conns).items():
+        for key, (action, reason) in rules_of.items():
+            if ((why is None or reason == why) and (actions is None or action in actions)
+                    and not (content and key // 4 in _METADATA_TYPES)):
+                table.setdefault(key, []).append((pid, action, reason == WHY_CAPABILITY))
+    return table
+
+
+def rule_hits(data: AuditData, why: str | None = None, conns: list[int] | None = None,
+              table: dict[int, list[tuple[int, str, bool]]] | None = None) -> Any:
+    """Per event (its `type`, `flags`, `gtid_standalone`): the array of (conn, expected action, cap) of every
     connection (of `conns`; all by default) for whose policy decide() does not send it (`why` given: only the
-    answers for that reason, e.g. the connection's type rules, "capability"). The rule table (`policy_rules`) and
-    each policy's connections are two map literals."""
+    answers for that reason, e.g. the connection's type rules, "capability"; `cap`: the answer is the type rules').
+    `table`: a `_rule_table` already built. The rule table (`policy_rules`) and each policy's connections are two
+    map literals."""
     F = _F()
     by_policy: dict[int, list[int]] = {}
     for c in data.connections:
         if conns is None or c.conn in conns:
             by_policy.setdefault(c.policy_id, []).append(c.conn)
-    table: dict[int, list[tuple[int, str]]] = {}
-    for pid, rules_of in policy_rules(data, conns).items():
-        for key, (action, reason) in rules_of.items():
-            if why is None or reason == why:
-                table.setdefault(key, []).append((pid, action))
-    rules = literal_map(table, "INT", "array<struct<policy_id: INT, expected: STRING>>")[_rule_key(F)]
+    if table is None:
+        table = _rule_table(data, why, conns)
+    st = "array<struct<policy_id: INT, expected: STRING, cap: BOOLEAN>>"
+    rules = literal_map(table, "INT", st)[_rule_key(F)]
     conns_of = literal_map(by_policy, "INT", "array<BIGINT>")
-    return F.flatten(F.transform(F.coalesce(rules, F.array().cast(
-        "array<struct<policy_id: INT, expected: STRING>>")), lambda h: F.transform(
-        conns_of[h["policy_id"]], lambda c: F.struct(c.alias("conn"), h["expected"].alias("expected")))))
+    return F.flatten(F.transform(F.coalesce(rules, F.array().cast(st)), lambda h: F.transform(
+        conns_of[h["policy_id"]], lambda c: F.struct(c.alias("conn"), h["expected"].alias("expected"),
+                                                     h["cap"].alias("cap")))))
 
 
 def prefix_classes(data: AuditData) -> dict[str, list[int]]:
@@ -374,7 +390,7 @@ def in_range(F: Any) -> Any:
 
 def records(data: AuditData, extra: tuple[str, ...] = (), ledger: Any = None) -> Any:
     """Non-fake ev records with the file index (a file unknown to the binlog directory gets fi null); `ledger`:
-    another version of the records than `data.ledger` (`data.unexpanded`)."""
+    another version of the records than `data.ledger`."""
     F = _F()
     L = data.ledger if ledger is None else ledger
     return (L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
@@ -403,12 +419,10 @@ def _with_bounds(data: AuditData, L: Any) -> Any:
     return L.join(SK, ["file", "start"], "left").join(TK, ["file", "end"], "left")
 
 
-def record_bounds(data: AuditData, unexpanded: bool = False) -> Any:
-    """`records` with their BOUNDS, which `expand_policy_runs` gave every record: check 1 reads every record's,
-    `withheld_events` the filtered ones'; each joined the records with the events twice in its own plan before
-    (at 1 M events, sort-merge joins of the ~0.6 M expanded records with the 1 M events). `unexpanded`: the records
-    as written, a policy run one record (`data.unexpanded`)."""
-    return records(data, BOUNDS, data.unexpanded if unexpanded else None)
+def record_bounds(data: AuditData) -> Any:
+    """`records` with their BOUNDS, which `verify_policy_runs` gave every record: check 1 reads every record's,
+    `withheld_events` the filtered ones'; each joined the records with the events twice in its own plan before."""
+    return records(data, BOUNDS)
 
 
 def events_fi(data: AuditData) -> Any:
@@ -417,15 +431,16 @@ def events_fi(data: AuditData) -> Any:
 
 
 def withheld_events(data: AuditData, actions: tuple[str, ...] = FILTERED) -> Any:
-    """One row per binlog event covered by a `hole`/`dummy`/`begin` record: a run (`count` > 1) is expanded to the
-    events of its range through the events' per-file ordinals (an equi-join, no range join). Columns: the record's
-    `seq`, `conn`, `action`, `why`, `rec_start`, `rec_end`, `count`, `rec_length`, `sent_length`, `r_type`,
-    `r_flags`, and the event's `file`, `ordinal`, `start`, `end`, `length`, `type`, `flags`, `log_pos`, `crc_ok`,
-    `trx`. The range is [record start, record end); when the end is not an event boundary (check 1 reports it) the
-    record's `count` gives it. A record whose start is not an event boundary expands to nothing (check 1).
+    """One row per binlog event covered by a `hole`/`dummy`/`begin`/`renamed` record (not a policy run's: those are
+    `run_events`): a record of several events is expanded to the events of its range through the events' per-file
+    ordinals (an equi-join, no range join). Columns: the record's `seq`, `conn`, `action`, `why`, `rec_start`,
+    `rec_end`, `count`, `rec_length`, `sent_length`, `r_type`, `r_flags`, and the event's `file`, `ordinal`, `start`,
+    `end`, `length`, `type`, `flags`, `log_pos`, `crc_ok`, `trx`. The range is [record start, record end); when the end
+    is not an event boundary (check 1 reports it) the record's `count` gives it. A record whose start is not an event
+    boundary expands to nothing (check 1).
 
-    Computed once per audit (every FILTERED action, after the policy runs are expanded) and checkpointed: checks
-    2-5 and 8 read it, and each of their plans would otherwise expand the runs again (joins and a generator). Not
+    Computed once per audit (every FILTERED action) and checkpointed: checks 2-5 and 8 read it, and each of their
+    plans would otherwise expand the records again (joins and a generator). Not
     eagerly: the first job that reads it (check 5's aggregate of the withheld transactions) fills it, where an eager
     checkpoint is a job of its own."""
     F = _F()
@@ -450,7 +465,7 @@ def _withheld_events(data: AuditData) -> Any:
                   ["file", "ordinal"])
 
 
-# ---- policy runs: `sent` records with `policy` > 0 expanded into the records they stand for -----------------------
+# ---- policy runs: `sent` records with `policy` > 0, checked from counts at their two ends ----------------------
 
 
 def _is_run(F: Any) -> Any:
@@ -458,125 +473,238 @@ def _is_run(F: Any) -> Any:
     return (F.col("action") == "sent") & (F.coalesce(F.col("policy"), F.lit(0)) > 0)
 
 
-def expand_policy_runs(data: AuditData) -> list[tuple]:
-    """Replace `data.ledger` by the records every check reads: each `sent` record with `policy` > 0 (a run in which
-    `policy` events got the connection's type rules: holes, dummies, BEGINs with why "capability") becomes the
-    `sent`/`hole`/`dummy`/`begin` records it stands for; the raw records stay in `data.raw_ledger` (check 10's seq
-    test: expanded records share their parent's `seq`). Findings: a run whose policy count (check 4) or
-    `sent_length` (check 1) differs from what the binlog and the connection's rules give.
+# what a policy run's events got from the connection's type rules, besides sent as stored
+RUN_ACTIONS = ("hole", "dummy", "begin")
 
-    Only the events the type rules filter are handled one by one (the events whose `explain()` for the
-    connection's policy is a non-SEND with why "capability"), in one sorted pass per (connection, file) over them
-    and the runs' first events: a running `last(run)` assigns each to the run holding it, `lag`/`lead` over the
-    ordinals cut islands (consecutive events, same action) and give the events sent as stored before each island
-    and after the last one. Those are never exploded. A run that does not match the binlog (not on event boundaries;
-    `count`, `length`, a single event's `type`/`flags` differ) stays as it is: check 1 reports it."""
-    from pyspark.sql import Window
 
+def run_classes(data: AuditData) -> dict[str, list[int]]:
+    """The event classes a policy run is counted against: per policy `pid` of the connections with runs,
+    `cap<action><pid>`: the rule keys (`_rule_key`) its type rules give that action (`policy_rules`: decide() stays
+    the one rule)."""
+    conns = [c for c in data.run_counts if c is not None]
+    out: dict[str, list[int]] = {}
+    for pid, rules_of in policy_rules(data, conns).items():
+        for action in RUN_ACTIONS:
+            keys = sorted(k for k, (a, why) in rules_of.items() if a == action and why == WHY_CAPABILITY)
+            if keys:
+                out[f"cap{action}{pid}"] = keys
+    return out
+
+
+def verify_policy_runs(data: AuditData) -> list[tuple]:
+    """Give every record its BOUNDS (one probe of the events) and check each policy run (a `sent` record with
+    `policy` > 0: `policy` of its events got the connection's type rules, holes, dummies or BEGINs with why
+    "capability", the rest were sent as stored) from the events of the rule's classes in its range (`run_counts`):
+    findings for a run whose policy count (check 4) or `sent_length` (check 1) differs from what the binlog and the
+    connection's rules give. A run that does not match the binlog (not on event boundaries; `count`, `length`, a
+    single event's `type`/`flags` differ) is `run_ok` false: check 1 reports it, every other check reads it as a
+    plain `sent` record.
+
+    Runs are not expanded into the records they stand for: a run's events are the rule's by construction, so the
+    checks read its counts (`ledger_totals`, `timeline`) and, where a check needs them one by one, the events of
+    its classes (`run_events`: check 3's dummies, check 5's content, check 8). Expanding every run (a window over
+    every filtered event per connection and file, islands, ~10x the records) was most of the audit's time."""
     F = _F()
-    L = data.ledger
     if data.raw_ledger is None:
-        data.raw_ledger = L
-    # every record's boundaries (BOUNDS), joined here once, before the runs are expanded: the records the runs
-    # expand to get theirs from the events they were cut from (below), not from a join of ~10x as many records
-    L = _with_bounds(data, L).localCheckpoint(eager=False)
-    data.cached.append(L)
-    data.unexpanded = L
-    if not data.run_counts:
-        data.ledger = L  # ledgers written before policy runs, or dumps without any (`load_connections` counted them)
-        return []
-    # the connections that have runs (some may not fit the binlog: their events find no run in the window below)
-    run_conns = [c for c in data.run_counts if c is not None]
-    is_run = (F.col("r") == "ev") & _is_run(F)
-    E = data.events
-    P = L.filter(is_run).withColumn("rid", F.monotonically_increasing_id()).cache()
+        data.raw_ledger = data.ledger
+    L = _with_bounds(data, data.ledger)
     ok = (F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull()
           & (F.col("count") == F.col("e_ord") - F.col("s_ord") + 1) & (F.col("length") == F.col("end") - F.col("start"))
           & ((F.col("count") != 1) | F.col("type").isNull()
              | ((F.col("type") == F.col("e_type")) & (F.col("flags") == F.col("e_flags")))))
-    # B, A and B2 are checkpointed, not cached: the later plans that read them matched none of their cache entries
-    # (each read planned and ran B's broadcasts and A's windows again: 12 broadcast jobs in the step's last plan).
-    # Not eager: a lazy checkpoint cuts the plans' lineage at once and is filled by the first job that reads it (B, A
-    # and B2 by the ledger's checkpoint job; each read whole), where an eager one is a job of its own
-    B = P.withColumn("ok", F.coalesce(ok, F.lit(False))).localCheckpoint(eager=False)
-    V = B.filter(F.col("ok"))
-    # the events the connection's type rules filter (for the connections that have runs), and the runs' heads
-    EV = (E.select("file", "ordinal", "start", "end", "type", "flags",
-                   F.explode(rule_hits(data, WHY_CAPABILITY, run_conns)).alias("h"))
-          .select(F.col("h.conn").alias("conn"), "file", F.col("ordinal").alias("k"), F.lit(1).alias("kind"),
-                  F.col("start").alias("ev_start"), F.col("end").alias("ev_end"), "type", "flags",
-                  F.col("h.expected").alias("expected")))
-    run = F.struct("rid", "seq", "ts_us", "ledger_file", F.col("s_ord").alias("first"),
-                   F.col("e_ord").alias("last"), "start", "end")
-    RK = V.select("conn", "file", F.col("s_ord").alias("k"), F.lit(0).alias("kind"), run.alias("run"),
-                  F.lit(None).cast("bigint").alias("ev_start"), F.lit(None).cast("bigint").alias("ev_end"),
-                  F.lit(None).cast("int").alias("type"), F.lit(None).cast("int").alias("flags"),
-                  F.lit(None).cast("string").alias("expected"))
-    w = Window.partitionBy("conn", "file").orderBy("k", "kind")
-    A = (RK.unionByName(EV.withColumn("run", F.lit(None).cast(RK.schema["run"].dataType)))
-         .withColumn("run", F.last("run", ignorenulls=True).over(w.rowsBetween(Window.unboundedPreceding, 0)))
-         .filter((F.col("kind") == 1) & F.col("run").isNotNull() & (F.col("k") <= F.col("run.last"))))
-    rid = F.col("run.rid")
-    w2 = Window.partitionBy("conn", "file").orderBy("k")
-    same = F.lag(rid).over(w2).eqNullSafe(rid)  # the filtered event before, in the same run
-    new_island = ~same | (F.lag("expected").over(w2) != F.col("expected")) | (F.lag("k").over(w2) != F.col("k") - 1)
-    A = A.select("*", F.when(same, F.lag("ev_end").over(w2)).otherwise(F.col("run.start")).alias("g_start"),
-                 (F.col("k") - F.when(same, F.lag("k").over(w2) + 1).otherwise(F.col("run.first"))).alias("g_count"),
-                 (~F.lead(rid).over(w2).eqNullSafe(rid)).alias("tail"),
-                 F.sum(new_island.cast("int")).over(w2.rowsBetween(Window.unboundedPreceding, 0)).alias("isl")
-                 ).localCheckpoint(eager=False)  # one select: each withColumn re-analyses the whole plan
-    head = [F.col("run.seq").alias("seq"), "conn", F.col("run.ts_us").alias("ts_us"), "file",
-            F.col("run.ledger_file").alias("ledger_file")]
-    null_int, null_str = F.lit(None).cast("int"), F.lit(None).cast("string")
-
-    def sent(start: Any, end: Any, count: Any, s_ord: Any, e_ord: Any) -> list[Any]:
-        # a sent record's type is null: its e_type/e_flags are read by no rule (check 1 compares them for typed ones)
-        return [start.alias("start"), end.alias("end"), count.alias("count"), (end - start).alias("length"),
-                F.lit("sent").alias("action"), null_str.alias("why"), null_int.alias("type"),
-                null_int.alias("flags"), (end - start).alias("sent_length"), s_ord.alias("s_ord"),
-                null_int.alias("e_type"), null_int.alias("e_flags"), e_ord.alias("e_ord")]
-
-    # the events between two filtered ones (or the run's start) are k - g_count .. k - 1; after the last, k + 1 ..
-    k = F.col("k")
-    gaps = A.filter(F.col("g_count") > 0).select(
-        *head, *sent(F.col("g_start"), F.col("ev_start"), F.col("g_count"), k - F.col("g_count"), k - 1))
-    tails = A.filter(F.col("tail") & (F.col("run.last") > k)).select(
-        *head, *sent(F.col("ev_end"), F.col("run.end"), F.col("run.last") - k, k + 1, F.col("run.last")))
-    one = F.col("count") == 1
-    isl = (A.groupBy("conn", "file", "run", "isl", "expected")
-           .agg(F.min("ev_start").alias("start"), F.max("ev_end").alias("end"), F.count("*").alias("count"),
-                F.min("type").alias("i_type"), F.min("flags").alias("i_flags"), F.min("k").alias("s_ord"),
-                F.max("k").alias("e_ord"), F.min_by("type", "k").alias("e_type"),
-                F.min_by("flags", "k").alias("e_flags"))
-           .select(*head, "start", "end", "count", (F.col("end") - F.col("start")).alias("length"),
-                   F.col("expected").alias("action"), F.lit(WHY_CAPABILITY).alias("why"),
-                   F.when(one, F.col("i_type")).alias("type"), F.when(one, F.col("i_flags")).alias("flags"),
-                   F.when(F.col("expected") == "hole", F.lit(0).cast("bigint"))
-                   .otherwise(F.col("end") - F.col("start")).alias("sent_length"), *BOUNDS))
-    per_run = A.groupBy(rid.alias("rid")).agg(
-        F.count("*").alias("p_n"),
-        F.sum(F.when(F.col("expected") == "hole", F.col("ev_end") - F.col("ev_start")).otherwise(0)).alias("p_hole"))
-    B2 = V.join(per_run, "rid", "left").localCheckpoint(eager=False)
-    bare = B2.filter(F.col("p_n").isNull()).select(  # no event the type rules filter: all of it sent as stored
-        "seq", "conn", "ts_us", "file", "ledger_file",
-        *sent(F.col("start"), F.col("end"), F.col("count"), F.col("s_ord"), F.col("e_ord")))
-    expanded = gaps.unionByName(tails).unionByName(isl).unionByName(bare).withColumn("r", F.lit("ev"))
-    kept = B.filter(~F.col("ok")).select(*L.columns)  # not on the binlog's events: check 1 reports it as it is
-    # checkpointed, not only cached: every check builds on these records, and their lineage (windows, joins, unions)
-    # inside every check's plan made planning slow and the plan's text large enough to exhaust the driver's heap
-    data.ledger = L.filter(~is_run).unionByName(kept).unionByName(expanded, allowMissingColumns=True).localCheckpoint()
+    L = L.withColumn("run_ok", F.coalesce((F.col("r") == "ev") & _is_run(F) & ok, F.lit(False)))
+    # checkpointed, not only cached: every check builds on these records. Not eager: the first job that reads them
+    # fills it, where an eager checkpoint is a job of its own
+    data.ledger = L.localCheckpoint(eager=False)
     data.cached.append(data.ledger)
-    n = F.coalesce(F.col("p_n"), F.lit(0))
-    sent_len = F.col("length") - F.coalesce(F.col("p_hole"), F.lit(0))
-    out = _rows_of(B2, [
+    if not data.run_counts:
+        return []  # ledgers written before policy runs, or dumps without any (`load_connections` counted them)
+    RC = run_counts(data)
+    n = F.col("n_hole") + F.col("n_dummy") + F.col("n_begin")
+    sent_len = F.col("length") - F.col("b_hole")
+    return _rows_of(RC, [
         (n != F.col("policy"), 4, "error",
          F.format_string("record seq %d says %d events got the connection's type rules; the binlog and the "
                          "policy give %d", F.col("seq"), F.col("policy"), n)),
         (~F.col("sent_length").eqNullSafe(sent_len), 1, "error",
          F.format_string("record seq %d says sent_length %d; its events and policy holes give %d",
                          F.col("seq"), F.col("sent_length"), sent_len))])
-    data.cached += [P, B, A, B2]  # the findings above are collected with every other check's (`collect_findings`)
-    return out
+
+
+def run_counts(data: AuditData) -> Any:
+    """Per policy run that fits the binlog (`run_ok`): its columns and, per RUN_ACTIONS action, the events its
+    connection's type rules give that action in its range (`n_<action>`) and their bytes (`b_<action>`). A run of
+    a connection without a conn record counts none. Counted per slice of the timeline the run spans (`timeline`
+    reads the slices: `data.run_slices`) by prefix counts of the classes at the slices' two ends (`class_counts`):
+    no per-event row is kept. Checkpointed at its first reader (the findings, `ledger_totals`, `timeline`)."""
+    F = _F()
+    if data.runs is None:
+        classes = run_classes(data)
+        pids = {c.conn: c.policy_id for c in data.connections}
+        R = (data.ledger.filter(F.col("run_ok"))
+             .select("seq", "conn", "file", F.col("start").alias("r_start"), F.col("end").alias("r_end"), "count",
+                     "length", "sent_length", "policy", literal_map(pids, "BIGINT", "INT")[F.col("conn")].alias("pid"),
+                     F.monotonically_increasing_id().alias("rid")))
+        # the run cut at the timeline's slice boundaries: an event is in the slice its start is in
+        offs, total, n = _span_offsets(data), _span_total(data), TIMELINE_SLICES
+        b0, b1 = _slice_of(F, offs + F.col("r_start"), total), _slice_of(F, offs + F.col("r_end") - 1, total)
+        R = R.withColumn("b", F.explode(F.sequence(b0, F.greatest(b0, b1))))
+        first = F.expr(f"(CAST(b AS BIGINT) * {total} + {n - 1}) div {n}") - offs  # where slice b begins in the file
+        nxt = F.expr(f"(CAST(b + 1 AS BIGINT) * {total} + {n - 1}) div {n}") - offs
+        R = R.select("*", F.greatest(F.col("r_start"), first).alias("start"),
+                     F.when(F.col("b") == F.greatest(b0, b1), F.col("r_end"))
+                     .otherwise(F.least(F.col("r_end"), nxt)).alias("end"))
+
+        def per(action: str, prefix: str) -> Any:
+            v = F.lit(0).cast("bigint")
+            for name in classes:
+                if name.startswith(f"cap{action}"):
+                    pid = int(name[len(f"cap{action}"):])
+                    v = F.when(F.col("pid") == pid, F.col(f"{prefix}_{name}")).otherwise(v)
+            return v.cast("bigint")
+
+        # `rule_suspects`' records are counted in the same pass (one scan of the events for both)
+        S, s_classes, s_pids = _suspect_records(data) if per_record_rules(data) else (None, {}, {})
+        if s_classes:
+            both = R.withColumn("part", F.lit(0)).unionByName(_to_count(S, s_pids).withColumn("part", F.lit(1)),
+                                                             allowMissingColumns=True)
+            C = class_counts(data, both, {**classes, **s_classes}, sized=tuple(classes)).localCheckpoint(eager=False)
+            data.cached.append(C)
+            data.suspect_counts = C.filter(F.col("part") == 1).select(
+                *S.columns, *[f"n_{n}" for n in s_classes])
+            C = C.filter(F.col("part") == 0)
+        else:
+            C = class_counts(data, R, classes, sized=tuple(classes)).localCheckpoint(eager=False)
+            data.cached.append(C)
+        C = C.select(*R.columns, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
+                     *[per(a, "b").alias(f"b_{a}") for a in RUN_ACTIONS])
+        keys = [c for c in R.columns if c not in ("b", "start", "end")]
+        data.run_slices = C.select("conn", "file", "start", "end", "b", *[f"n_{a}" for a in RUN_ACTIONS])
+        data.runs = (C.groupBy(*keys).agg(*[F.sum(f"{p}_{a}").alias(f"{p}_{a}") for p in "nb" for a in RUN_ACTIONS])
+                     .withColumnRenamed("r_start", "start").withColumnRenamed("r_end", "end")
+                     .localCheckpoint(eager=False))
+        data.cached.append(data.runs)
+    return data.runs
+
+
+# the timeline's slices of the audited binlog span (`timeline`, `run_counts`)
+TIMELINE_SLICES = 120
+
+
+def _span_offsets(data: AuditData) -> Any:
+    """Per row: the offset of its binlog file (`file`) in the span of all files, in file order (null: not one of
+    them)."""
+    base: dict[str, int] = {}
+    acc = 0
+    for f in data.files:
+        base[f] = acc
+        acc += data.file_stats.get(f, {}).get("end", 4)
+    return literal_map(base, "STRING", "BIGINT")[_F().col("file")]
+
+
+def _span_total(data: AuditData) -> int:
+    return max(sum(data.file_stats.get(f, {}).get("end", 4) for f in data.files), 1)
+
+
+def _slice_of(F: Any, at: Any, total: int) -> Any:
+    """The timeline slice of a position in the span (`_span_offsets` + position in its file)."""
+    return F.least(F.lit(TIMELINE_SLICES - 1), (at * TIMELINE_SLICES / total).cast("int"))
+
+
+def class_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: tuple[str, ...] = ()) -> Any:
+    """`R` (records: `file`, `start`, `end`, their other columns a unique key) with, per class of `classes` (rule
+    keys, `_rule_key`), `n_<class>`: the binlog events of that class in [start, end), and for the `sized` classes
+    `b_<class>`: their bytes. One scan of the events (only those of the classes are kept) and one sorted pass: the
+    records' two ends are put among those events in file order (by position: a record's start sorts before the
+    event starting there); per chunk of PREFIX_CHUNK bytes of a file (parallel tasks) a running sum gives each end
+    the events of each class before it in its chunk, and a marker row at the chunk's last byte (after any event
+    there) that chunk's total, whose running sum over the file's chunks is each chunk's offset; each record is its
+    end minus its start. The sorted pass is checkpointed: the offsets and the ends are read from it, not from a
+    second scan of the events."""
+    from pyspark.sql import Window
+
+    F = _F()
+    rec_cols = [c for c in R.columns if c != "file"]
+    sums = [(f"n_{n}", n, F.lit(1)) for n in classes] + [(f"b_{n}", n, F.col("length")) for n in sized]
+    if not sums:
+        return R.select("*")
+    zero = [F.lit(0).cast("bigint").alias(f"i_{o}") for o, _, _ in sums]
+    at_ends = F.array(F.struct(F.col("start").alias("pos"), F.lit(-1).alias("sign")),
+                      F.struct(F.col("end").alias("pos"), F.lit(1).alias("sign")))
+    ends = (R.select("file", *rec_cols, F.explode(at_ends).alias("at"))
+            .select("*", F.col("at.pos").alias("pos"), F.col("at.sign").alias("sign"), F.lit(0).alias("kind"), *zero)
+            .drop("at"))
+    key = _rule_key(F)
+    hit = F.lit(False)
+    for ks in classes.values():
+        hit = hit | key.isin(ks)
+    evs = (data.events.filter(hit)
+           .select("file", F.col("start").alias("pos"), F.lit(1).alias("kind"),
+                   *[F.when(key.isin(classes[n]), v).otherwise(0).cast("bigint").alias(f"i_{o}") for o, n, v in sums]))
+    marks = data.spark.createDataFrame(
+        [(f, (c + 1) * PREFIX_CHUNK - 1) for f in data.files for c in range(data.file_stats.get(f, {}).get("end", 4)
+                                                                   // PREFIX_CHUNK + 1)],
+        "file STRING, pos BIGINT").select("*", F.lit(2).alias("kind"), *zero)
+    U = (ends.unionByName(evs, allowMissingColumns=True).unionByName(marks, allowMissingColumns=True)
+         .select("*", (F.col("pos") / PREFIX_CHUNK).cast("long").alias("chunk")))
+    w = Window.partitionBy("file", "chunk").orderBy("pos", "kind")
+    S = (U.select("*", *[F.coalesce(F.sum(f"i_{o}").over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
+                         .alias(f"l_{o}") for o, _, _ in sums])
+         .filter(F.col("kind") != 1).drop(*[f"i_{o}" for o, _, _ in sums]).localCheckpoint(eager=False))
+    data.cached.append(S)
+    wc = Window.partitionBy("file").orderBy("chunk").rowsBetween(Window.unboundedPreceding, -1)
+    offs = S.filter(F.col("kind") == 2).select(
+        "file", "chunk", *[F.coalesce(F.sum(f"l_{o}").over(wc), F.lit(0)).alias(f"o_{o}") for o, _, _ in sums])
+    at = (S.filter(F.col("kind") == 0).join(F.broadcast(offs), ["file", "chunk"])
+          .select("file", *rec_cols, "sign",
+                  *[(F.col(f"l_{o}") + F.col(f"o_{o}")).alias(f"c_{o}") for o, _, _ in sums]))
+    return (at.groupBy("file", *rec_cols).agg(*[F.sum(F.col("sign") * F.col(f"c_{o}")).alias(o) for o, _, _ in sums])
+            .select("file", *rec_cols, *[o for o, _, _ in sums]))
+
+
+def run_events(data: AuditData, actions: tuple[str, ...] = RUN_ACTIONS, content: bool = False) -> Any:
+    """One row per binlog event a policy run withheld or replaced (`actions` of its connection's type rules;
+    `content`: only events that carry transaction content), in `withheld_events`' columns (the record: the event
+    itself, why "capability"); None when no policy of the connections with runs has such a rule for the binlog's
+    event types (no job then). Per (connection, file), the events of the classes and the runs' first events in
+    ordinal order: a running `last(run)` gives each event the run holding it."""
+    from pyspark.sql import Window
+
+    F = _F()
+    conns = [c for c in data.run_counts if c is not None]
+    table = _rule_table(data, WHY_CAPABILITY, conns, actions, content) if conns else {}
+    if not table:
+        return None
+    E = data.events
+    EV = (E.filter(_rule_key(F).isin(list(table)))
+          .select("file", "ordinal", "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx",
+                  F.explode(rule_hits(data, conns=conns, table=table)).alias("h"))
+          .select(F.col("h.conn").alias("conn"), "file", F.col("ordinal").alias("k"), F.lit(1).alias("kind"),
+                  F.col("h.expected").alias("expected"), "start", "end", "length", "type", "flags", "log_pos",
+                  "crc_ok", "trx"))
+    run = F.struct("seq", F.col("e_ord").alias("last"))
+    RK = data.ledger.filter(F.col("run_ok")).select("conn", "file", F.col("s_ord").alias("k"), F.lit(0).alias("kind"),
+                                                    run.alias("run"))
+    w = Window.partitionBy("conn", "file").orderBy("k", "kind").rowsBetween(Window.unboundedPreceding, 0)
+    A = (RK.unionByName(EV.withColumn("run", F.lit(None).cast(RK.schema["run"].dataType)), allowMissingColumns=True)
+         .withColumn("run", F.last("run", ignorenulls=True).over(w))
+         .filter((F.col("kind") == 1) & F.col("run").isNotNull() & (F.col("k") <= F.col("run.last"))))
+    return A.select(F.col("run.seq").alias("seq"), "conn", F.col("expected").alias("action"),
+                    F.lit(WHY_CAPABILITY).alias("why"), F.col("start").alias("rec_start"),
+                    F.col("end").alias("rec_end"), F.lit(1).cast("bigint").alias("count"),
+                    F.col("length").cast("bigint").alias("rec_length"),
+                    F.when(F.col("expected") == "hole", 0).otherwise(F.col("length")).cast("bigint")
+                    .alias("sent_length"),
+                    F.col("type").alias("r_type"), F.col("flags").alias("r_flags"), "file",
+                    F.col("k").alias("ordinal"), "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx")
+
+
+def filtered_events(data: AuditData, actions: tuple[str, ...] = FILTERED, content: bool = False) -> Any:
+    """`withheld_events` of the `actions` and the events policy runs withheld or replaced with them
+    (`run_events`)."""
+    W = withheld_events(data, actions)
+    X = run_events(data, tuple(a for a in actions if a in RUN_ACTIONS), content)
+    return W if X is None else W.unionByName(X.select(*W.columns))
 
 
 def _rows(df: Any, check: int, severity: str, msg: Any) -> list[Any]:
@@ -645,10 +773,9 @@ def check_coverage(data: AuditData) -> list[tuple]:
 
     F = _F()
     out: list[tuple] = []
-    # the records as written: a policy run that fits the binlog expands to records that tile its range exactly
-    # (consecutive, sharing its seq and file), so each rule below gives the same findings for it as for them; a run
-    # that does not fit stays one record in both. ~10x fewer rows through the two windows at 1 M events.
-    R = record_bounds(data, unexpanded=True)
+    # the records as written (a policy run is one record: the records it stands for would tile its range exactly,
+    # consecutive and sharing its seq, so each rule below gives the same findings for it as for them)
+    R = record_bounds(data)
     out += _rows(R.filter(F.col("fi").isNull()), 1, "error",
                  F.concat(F.lit("record names binlog file "), F.col("file"), F.lit(", which is not in the binlog "
                                                                                   "directory")))
@@ -718,15 +845,17 @@ def check_coverage(data: AuditData) -> list[tuple]:
 
 
 def expected_filtered(data: AuditData) -> Any:
-    """(conn, file, start) of every event the rule filters for that connection, with the expected action; `t_why`:
-    the replicate-* rule for a table filter's decision (null for the type rules)."""
+    """(conn, file, start) of every event the rule filters for that connection, with the expected action; `cap`:
+    the type rules' answer (what a policy run applies); `t_why`: the replicate-* rule for a table filter's decision
+    (null for the type rules)."""
     F = _F()
     E = data.events.select("file", F.col("file_index").alias("fi"), "start", "end", "type", "flags",
                            ((F.col("flags").bitwiseAND(0x8000)) != 0).alias("flagged"),
                            F.coalesce(F.col("gtid_standalone"), F.lit(False)).alias("standalone"), "trx",
                            F.explode(rule_hits(data)).alias("h"))
     X = with_conn(data, E.select("*", F.col("h.conn").alias("conn"), F.col("h.expected").alias("expected"),
-                                 F.lit(None).cast("string").alias("t_why")).drop("h")).filter(in_range(F))
+                                 F.col("h.cap").alias("cap"), F.lit(None).cast("string").alias("t_why")).drop("h")
+                  ).filter(in_range(F))
     T = table_filter_events(data)
     if T is None:
         return X
@@ -823,44 +952,27 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
     with (None: every event of the connection). A connection not named has none: its records need no per-event
     comparison.
 
-    A record's events agree with the rule when: a `hole`/`dummy`/`begin` record (not a GTID connect's skip, which
-    never disagrees) covers only events of its action's class; a plain `sent` record covers no event the rule
-    withholds; a policy run (its islands are the rule's by construction, `expand_policy_runs`) covers none that
-    is withheld for another reason than its type rules (`ncap`). Every event check 2 or 4 names lies in a record
-    that fails this (an expected event with no withheld record is named only inside a plain or run-expanded sent
-    record; a withheld one only inside its record), so comparing the events of these ranges gives the same
-    findings as comparing all. A record outside its connection's range or `renamed`: its own range, unchecked. A
-    record off the events' boundaries, of a connection without a conn record or with a table filter: all of that
-    connection's events.
+    A record's events agree with the rule when: a `hole`/`dummy`/`begin` record (not a GTID connect's skip, which never
+    disagrees) covers only events of its action's class; a plain `sent` record covers no event the rule withholds; a
+    policy run (the events its type rules filter are the run's: `verify_policy_runs` counts them) covers none that is
+    withheld for another reason than those rules (`ncap`). Every event check 2 or 4 names lies in a record that fails
+    this (an expected event with no withheld record is named only inside a `sent` record or a policy run; a withheld one
+    only inside its record), so comparing the events of these ranges gives the same findings as comparing all. A record
+    outside its connection's range or `renamed`: its own range, unchecked. A record off the events' boundaries, of a
+    connection without a conn record or with a table filter: all of that connection's events.
 
-    One job over the records as written (`data.unexpanded`) and the events of the classes (no per-event row kept):
-    the records' two ends are put among those events in file order (by position: a record's start sorts before
-    the event starting there), one running sum per chunk of PREFIX_CHUNK bytes of a file plus the chunks before it
-    gives each end the events of each class before it, and each record sums its two ends (end minus start) for the
+    One job over the records and the events of the classes (`class_counts`); each record sums the counts of the
     classes it is checked against."""
     F = _F()
-    pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
     out: dict[int, list[tuple[str, int, int]] | None] = {c.conn: None for c in data.connections
                                                           if c.table_filters is not None}
-    classes = prefix_classes(data)
+    R, classes, pids = _suspect_records(data)
     names = list(classes)
-    R = with_conn(data, records(data, (*BOUNDS, "policy"), data.unexpanded),
-                  ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
     pid, action = F.col("policy_id"), F.col("action")
-    run = F.coalesce(F.col("policy"), F.lit(0)) > 0
-    whole = F.col("s_ord").isNull() | F.col("e_ord").isNull() | (F.col("e_ord") < F.col("s_ord"))
-    # what each record is checked against: 1, its action's class covers all its events; 2, the three classes
-    # (not sent) none; 3, `ncap` none; 0: nothing (a GTID connect's skip); 4, never agrees (`renamed`)
-    mode = (F.when(action.isin("hole", "dummy", "begin"),
-                   F.when(F.coalesce(F.col("why"), F.lit("")) == "gtid_start", 0).otherwise(1))
-            .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
-    R = R.select("conn", "seq", "file", "start", "end", "action", "policy_id", mode.alias("mode"),
-                 F.coalesce(whole, F.lit(True)).alias("whole"), F.coalesce(~in_range(F), F.lit(True)).alias("out"),
-                 (F.col("e_ord") - F.col("s_ord") + 1).alias("n"))
 
     def count(cls: str, p: int) -> Any:
         n = f"{cls}{p}"
-        return F.col(f"c_{n}") if n in classes else F.lit(0)
+        return F.col(f"n_{n}") if n in classes else F.lit(0)
 
     value = F.lit(0)
     for p in set(pids.values()):
@@ -869,15 +981,20 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
         value = F.when((pid == p) & (F.col("mode") == 2), count("hole", p) + count("dummy", p) + count("begin", p)
                        ).otherwise(value)
         value = F.when((pid == p) & (F.col("mode") == 3), count("ncap", p)).otherwise(value)
-    if not names:  # no class: every connection has a table filter (or no policy withholds any event type)
-        pids = {}
-    counted = _counted(data, R, classes, value, pids) if names else None
+    counted = None
+    if names:
+        C = data.suspect_counts
+        if C is None:
+            C = class_counts(data, _to_count(R, pids), classes)
+        bad = ((F.col("mode") == 1) & (F.col("got") != F.col("n"))) | ((F.col("mode") > 1) & (F.col("got") > 0))
+        counted = C.withColumn("got", value).filter(bad).select("conn", "file", "start", "end",
+                                                                F.lit(False).alias("whole"))
     # records that need no count: off the events' boundaries (all of the connection's events: the range means
     # nothing), outside their connection's range, `renamed`; and the records of a connection without a conn record
     # (`with_conn` dropped them)
     other = R.filter(F.col("whole") | F.col("out") | (F.col("mode") == 4)).select("conn", "file", "start", "end",
                                                                                    "whole")
-    other = other.unionByName(records(data, (), data.unexpanded).filter(~F.col("conn").isin(list(pids))).select(
+    other = other.unionByName(records(data).filter(~F.col("conn").isin(list(pids))).select(
         "conn", "file", "start", "end", F.lit(True).alias("whole")))
     rows = ((other if counted is None else counted.unionByName(other))
             .groupBy("conn").agg(F.max("whole").alias("whole"), F.count("*").alias("n"),
@@ -891,40 +1008,38 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
     return out
 
 
-def _counted(data: AuditData, R: Any, classes: dict[str, list[int]], value: Any, pids: dict[int, int]) -> Any:
-    """`rule_suspects`' counted records that disagree: (conn, file, start, end, whole false)."""
-    from pyspark.sql import Window
-
+def _suspect_records(data: AuditData) -> tuple[Any, dict[str, list[int]], dict[int, int]]:
+    """`rule_suspects`' records (each with what it is checked against: `mode`, `whole`, `out`, `n`), the classes
+    (`prefix_classes`) and the policy of each connection checked per record."""
     F = _F()
-    names = list(classes)
-    chunk = (F.col("pos") / PREFIX_CHUNK).cast("long").alias("chunk")
-    rec_cols = [c for c in R.columns if c != "file"]
-    ends = (R.filter(F.col("conn").isin(list(pids)) & ~F.col("whole") & ~F.col("out") & F.col("mode").isin(1, 2, 3))
-            .select("file", *rec_cols, F.explode(F.array(F.struct(F.col("start").alias("pos"), F.lit(-1).alias("sign")),
-                                                        F.struct(F.col("end").alias("pos"), F.lit(1).alias("sign"))))
-                    .alias("at"))
-            .select("*", F.col("at.pos").alias("pos"), F.col("at.sign").alias("sign"), F.lit(0).alias("kind"),
-                    *[F.lit(0).alias(f"i_{n}") for n in names]).drop("at"))
-    key = _rule_key(F)
-    hit = F.lit(False)
-    for ks in classes.values():
-        hit = hit | key.isin(ks)
-    evs = (data.events.filter(hit)
-           .select("file", F.col("start").alias("pos"), F.lit(1).alias("kind"),
-                   *[F.when(key.isin(ks), 1).otherwise(0).alias(f"i_{n}") for n, ks in classes.items()]))
-    U = ends.unionByName(evs, allowMissingColumns=True).select("*", chunk)
-    before = Window.partitionBy("file", "chunk").orderBy("pos", "kind").rowsBetween(Window.unboundedPreceding, -1)
-    wc = Window.partitionBy("file").orderBy("chunk").rowsBetween(Window.unboundedPreceding, -1)
-    offs = U.groupBy("file", "chunk").agg(*[F.sum(f"i_{n}").alias(f"t_{n}") for n in names]).select(
-        "file", "chunk", *[F.coalesce(F.sum(f"t_{n}").over(wc), F.lit(0)).alias(f"o_{n}") for n in names])
-    at = (U.select("*", *[F.coalesce(F.sum(f"i_{n}").over(before), F.lit(0)).alias(f"l_{n}") for n in names])
-          .filter(F.col("kind") == 0).join(offs, ["file", "chunk"])
-          .select("file", *rec_cols, "sign", *[(F.col(f"l_{n}") + F.col(f"o_{n}")).alias(f"c_{n}") for n in names]))
-    counted = (at.groupBy("file", *rec_cols).agg(F.sum(F.col("sign") * value).alias("got"))
-               .filter(((F.col("mode") == 1) & (F.col("got") != F.col("n")))
-                       | ((F.col("mode") > 1) & (F.col("got") > 0)))
-               .select("conn", "file", "start", "end", F.lit(False).alias("whole")))
-    return counted
+    pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
+    classes = prefix_classes(data)
+    R = with_conn(data, records(data, (*BOUNDS, "policy")),
+                  ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
+    action = F.col("action")
+    run = F.coalesce(F.col("policy"), F.lit(0)) > 0
+    whole = F.col("s_ord").isNull() | F.col("e_ord").isNull() | (F.col("e_ord") < F.col("s_ord"))
+    # what each record is checked against: 1, its action's class covers all its events; 2, the three classes
+    # (not sent) none; 3, `ncap` none; 0: nothing (a GTID connect's skip); 4, never agrees (`renamed`)
+    mode = (F.when(action.isin("hole", "dummy", "begin"),
+                   F.when(F.coalesce(F.col("why"), F.lit("")) == "gtid_start", 0).otherwise(1))
+            .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
+    R = R.select("conn", "seq", "file", "start", "end", "action", "policy_id", mode.alias("mode"),
+                 F.coalesce(whole, F.lit(True)).alias("whole"), F.coalesce(~in_range(F), F.lit(True)).alias("out"),
+                 (F.col("e_ord") - F.col("s_ord") + 1).alias("n"))
+    return R, classes, pids if classes else {}
+
+
+def _to_count(R: Any, pids: dict[int, int]) -> Any:
+    """The records of `_suspect_records` whose classes are counted (`class_counts`)."""
+    F = _F()
+    return R.filter(F.col("conn").isin(list(pids)) & ~F.col("whole") & ~F.col("out") & F.col("mode").isin(1, 2, 3))
+
+
+def per_record_rules(data: AuditData) -> bool:
+    """Whether checks 2 and 4 compare records (`rule_suspects`) before events: not below RULE_SUSPECTS_MIN_EVENTS
+    binlog events."""
+    return sum(st.get("events", 0) for st in data.file_stats.values()) >= RULE_SUSPECTS_MIN_EVENTS
 
 
 def _in_suspects(F: Any, suspects: dict[int, list[tuple[str, int, int]] | None], end: str) -> Any:
@@ -944,7 +1059,7 @@ def check_rules(data: AuditData) -> list[tuple]:
     fewer than RULE_SUSPECTS_MIN_EVENTS events: every event compared, no record-level job."""
     F = _F()
     out: list[tuple] = []
-    if sum(st.get("events", 0) for st in data.file_stats.values()) < RULE_SUSPECTS_MIN_EVENTS:
+    if not per_record_rules(data):
         inside = F.lit(True)  # every event compared (a superset of any suspect ranges: the same findings)
     else:
         suspects = rule_suspects(data)
@@ -952,7 +1067,8 @@ def check_rules(data: AuditData) -> list[tuple]:
             return out
         inside = _in_suspects(F, suspects, "ev_end")
     EXP = expected_filtered(data).select("conn", "file", "start", F.col("end").alias("ev_end"), "type", "flagged",
-                                         "expected", "c_capability", "c_skip", "c_compat", "t_why").filter(inside)
+                                         "expected", "cap", "c_capability", "c_skip", "c_compat", "t_why"
+                                         ).filter(inside)
     NS = (withheld_events(data).withColumnRenamed("end", "ev_end").filter(inside)
           .select("conn", "file", "start", "action", "why", F.col("type").alias("r_type")))
     # checkpointed (lazily, filled in the findings job): its two readers below prune different columns, so each
@@ -960,14 +1076,18 @@ def check_rules(data: AuditData) -> list[tuple]:
     J = NS.join(EXP, ["conn", "file", "start"], "full_outer").localCheckpoint(eager=False)
     data.cached.append(J)
     tname = F.coalesce(F.col("type"), F.col("r_type"))
-    # "sent as-is" only where a plain `sent` record covers the event: an event no record covers is check 1's gap,
-    # one inside a policy run that did not fit the binlog (left unexpanded) is check 1's finding on that run
+    # "sent as-is" only where a `sent` record covers the event: an event no record covers is check 1's gap, one
+    # inside a policy run that did not fit the binlog is check 1's finding on that run. Inside a policy run that
+    # fits, the events its type rules filter are the run's (`verify_policy_runs` counts them): only an event
+    # another rule filters (e.g. skip_replication's) is sent as-is there
     plain = (data.ledger.filter((F.col("r") == "ev") & (F.col("action") == "sent")
-                                & (F.coalesce(F.col("policy"), F.lit(0)) == 0))
-             .select("conn", "file", F.col("start").alias("s_start"), F.col("end").alias("s_end")))
+                                & ((F.coalesce(F.col("policy"), F.lit(0)) == 0) | F.col("run_ok")))
+             .select("conn", "file", F.col("start").alias("s_start"), F.col("end").alias("s_end"),
+                     F.col("run_ok").alias("in_run")))
     missing = (J.filter(F.col("action").isNull()).join(plain, ["conn", "file"])
-               .filter((F.col("start") >= F.col("s_start")) & (F.col("ev_end") <= F.col("s_end")))
-               .drop("s_start", "s_end").dropDuplicates(["conn", "file", "start"]))
+               .filter((F.col("start") >= F.col("s_start")) & (F.col("ev_end") <= F.col("s_end"))
+                       & ~(F.col("in_run") & F.coalesce(F.col("cap"), F.lit(False))))
+               .drop("s_start", "s_end", "in_run").dropDuplicates(["conn", "file", "start"]))
     skip_flagged = F.col("flagged") & F.col("c_skip")
     out += _rows_of(missing, [
         (skip_flagged, 4, "error",
@@ -1034,8 +1154,8 @@ def check_dummies(data: AuditData) -> list[tuple]:
     out: list[tuple] = []
     D = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("dummy", "begin"))
          .select("seq", "conn", "file", "start", "end", "count", "length", "sent_length", "action"))
-    # per event of each record (a run expanded), then per record: what the events it replaces add up to
-    W = withheld_events(data, ("dummy", "begin"))
+    # per event of each record, then per record: what the events it replaces add up to
+    W = withheld_events(data, ("dummy", "begin"))  # the records' events (a policy run is checked by its counts)
     # a record is (seq, file, start): the records a policy run expands to share its seq
     per_rec = W.groupBy("seq", "file", F.col("rec_start").alias("start")).agg(
         F.sum("length").alias("e_length"), F.max("end").alias("e_end"), F.count("*").alias("e_count"))
@@ -1056,9 +1176,11 @@ def check_dummies(data: AuditData) -> list[tuple]:
          F.format_string("%s run of %d events of length %d (sent %d bytes) replaces %d events of length %d",
                          F.col("action"), F.col("count"), F.col("length"), F.col("sent_length"),
                          F.col("e_count"), F.col("e_length")))])
-    # rebuild each distinct replaced event with protocol/rewrite.py: same length and log_pos, valid CRC
-    uniq = (W.select("file", "start", F.col("length").alias("e_length"), "action",
-                     F.col("crc_ok").isNotNull().alias("has_crc")).distinct())
+    # rebuild each distinct replaced event with protocol/rewrite.py: same length and log_pos, valid CRC (the policy
+    # runs' dummies and BEGINs too)
+    uniq = (filtered_events(data, ("dummy", "begin"))
+            .select("file", "start", F.col("length").alias("e_length"), "action",
+                    F.col("crc_ok").isNotNull().alias("has_crc")).distinct())
     bad = data.spark.createDataFrame(uniq.rdd.map(tuple).mapPartitions(_rebuild_rows(str(data.binlog_dir))),
                                      "file STRING, start BIGINT, action STRING, why STRING")
     out.append(bad.select(F.lit(3).alias("check"), F.lit("error").alias("severity"),
@@ -1075,7 +1197,7 @@ def filtered_content(data: AuditData) -> Any:
     """Content events filtered (hole/dummy) per connection: `skipped` marks the groups a GTID connect skipped
     (holes why `gtid_start`: the replica already has them), which are not withheld from it."""
     F = _F()
-    return (withheld_events(data, ("hole", "dummy"))
+    return (filtered_events(data, ("hole", "dummy"), content=True)
             # a table filter splits transactions by design (their frame stays: check 4 checks its decisions)
             .filter(~F.coalesce(F.col("why"), F.lit("")).startswith("replicate-"))
             .select("conn", "file", "start", "action", "type", "trx", "length",
@@ -1208,7 +1330,7 @@ def check_relay(data: AuditData) -> tuple[list[tuple], dict[str, dict[str, Any]]
         C = conns_df(data).filter(F.col("conn").isin(ids))
         E = events_fi(data).select("file", "fi", "start", "end", "type", "length")
         inr = E.join(C, how="inner", on=in_range(F)).select("conn", "file", "fi", "start", "end", "type", "length")
-        L = withheld_events(data).filter(F.col("conn").isin(ids))  # per event (runs expanded)
+        L = filtered_events(data).filter(F.col("conn").isin(ids))  # per event (the policy runs' too)
         holes = L.filter(F.col("action") == "hole").select("conn", "file", "start")
         acts = L.filter(F.col("action") != "hole").select("conn", "file", "start", "action")
         S = (inr.join(holes, ["conn", "file", "start"], "left_anti").join(acts, ["conn", "file", "start"], "left")
@@ -1376,13 +1498,32 @@ def _action_kind(F: Any) -> Any:
 
 def ledger_totals(data: AuditData) -> list[Any]:
     """One job for what checks 6, 9 and 10 sum over the ev records: per (conn, action as the summary counts it,
-    and for holes their why) the events, stored bytes, sent bytes and the first position. Each reader sums the rows
-    it needs (`_sum_groups`: null where Spark's sum over those records would be null)."""
+    and for holes their why) the events, stored bytes, sent bytes and the first position. A policy run that fits the
+    binlog adds its sent events and, per action, the events its type rules filtered (`run_counts`; first position:
+    the run's, check 6 reads it only for holes, which no type rule gives a connection that cannot take them). Each
+    reader sums the rows it needs (`_sum_groups`: null where Spark's sum over those records would be null)."""
     F = _F()
     kind = _action_kind(F)
-    return (data.ledger.filter(F.col("r") == "ev")
-            .groupBy("conn", kind.alias("kind"), F.when(kind == "hole", F.col("why")).alias("why"))
-            .agg(F.sum("count").alias("n"), F.sum("length").alias("len"), F.sum("sent_length").alias("sent"),
+    cols = ["conn", "kind", "why", "n", "len", "sent", "file", "start"]
+    R = (data.ledger.filter((F.col("r") == "ev") & ~F.coalesce(F.col("run_ok"), F.lit(False)))
+         .select("conn", kind.alias("kind"), F.when(kind == "hole", F.col("why")).alias("why"),
+                 F.col("count").alias("n"), F.col("length").alias("len"), F.col("sent_length").alias("sent"), "file",
+                 "start"))
+    if data.run_counts:
+        n_all = F.col("n_hole") + F.col("n_dummy") + F.col("n_begin")
+        sent = F.col("length") - F.col("b_hole") - F.col("b_dummy") - F.col("b_begin")
+        parts = [F.struct(F.lit("sent").alias("kind"), F.lit(None).cast("string").alias("why"),
+                          (F.col("count") - n_all).alias("n"), sent.alias("len"), sent.alias("sent"))]
+        for a in RUN_ACTIONS:
+            parts.append(F.struct(F.lit(a).alias("kind"), F.lit(WHY_CAPABILITY if a == "hole" else None)
+                                  .cast("string").alias("why"), F.col(f"n_{a}").alias("n"),
+                                  F.col(f"b_{a}").alias("len"),
+                                  (F.lit(0).cast("bigint") if a == "hole" else F.col(f"b_{a}")).alias("sent")))
+        X = (run_counts(data).select("conn", "file", "start", F.explode(F.array(*parts)).alias("p"))
+             .filter(F.col("p.n") > 0).select("conn", "p.kind", "p.why", "p.n", "p.len", "p.sent", "file", "start"))
+        R = R.select(*cols).unionByName(X.select(*[F.col(c).cast(R.schema[c].dataType) for c in cols]))
+    return (R.groupBy("conn", "kind", "why")
+            .agg(F.sum("n").alias("n"), F.sum("len").alias("len"), F.sum("sent").alias("sent"),
                  F.min(F.struct("file", "start")).alias("first"))
             .collect())
 
@@ -1408,29 +1549,32 @@ def action_totals(totals: list[Any]) -> dict[int, dict[str, dict[str, int]]]:
     return out
 
 
-def timeline(data: AuditData, buckets: int = 120) -> dict[int, list[dict[str, int]]]:
-    """Per connection, the audited binlog span cut into `buckets` slices: filtered events per action in each."""
+def timeline(data: AuditData) -> dict[int, list[dict[str, int]]]:
+    """Per connection, the audited binlog span cut into TIMELINE_SLICES slices: events per action in each. A
+    record spanning several slices shows in each of them (its events shared out); a policy run's sent events are
+    shared out the same way, the events its type rules filtered are counted per slice (`run_counts`)."""
     F = _F()
-    base: dict[str, int] = {}
-    acc = 0
-    for f in data.files:
-        base[f] = acc
-        acc += data.file_stats.get(f, {}).get("end", 4)
-    total = max(acc, 1)
-    offs = literal_map(base, "STRING", "BIGINT")
-    rows = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED)
-                               & F.col("file").isin(list(base)))
-            .withColumn("base", offs[F.col("file")]).withColumn("action", _action_kind(F))
-            .withColumn("b0", F.least(F.lit(buckets - 1),
-                                      ((F.col("base") + F.col("start")) * buckets / total).cast("int")))
-            .withColumn("b1", F.greatest(F.col("b0"), F.least(F.lit(buckets - 1), (
-                (F.col("base") + F.col("end") - 1) * buckets / total).cast("int"))))
-            # a run of sends spanning several slices shows in each of them (its events shared out)
-            .withColumn("b", F.explode(F.sequence("b0", "b1")))
-            .withColumn("share", F.col("count") / (F.col("b1") - F.col("b0") + 1))
-            .groupBy("conn", "b", "action").agg(F.sum("share").alias("n")).collect())
+    n, total = TIMELINE_SLICES, _span_total(data)
+    R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED)
+                            & F.col("file").isin(data.files) & ~F.coalesce(F.col("run_ok"), F.lit(False)))
+         .select("conn", "file", "start", "end", "count", _action_kind(F).alias("action")))
+    if data.run_counts:
+        n_all = F.col("n_hole") + F.col("n_dummy") + F.col("n_begin")
+        R = R.unionByName(run_counts(data).select("conn", "file", "start", "end", (F.col("count") - n_all).alias(
+            "count"), F.lit("sent").alias("action")).filter(F.col("count") > 0))
+    offs = _span_offsets(data)
+    b0, b1 = _slice_of(F, offs + F.col("start"), total), _slice_of(F, offs + F.col("end") - 1, total)
+    S = (R.withColumn("b0", b0).withColumn("b1", F.greatest(b0, b1))
+         .withColumn("b", F.explode(F.sequence("b0", "b1")))
+         .select("conn", "b", "action", (F.col("count") / (F.col("b1") - F.col("b0") + 1)).alias("share")))
+    if data.run_counts:
+        S = S.unionByName(data.run_slices.select(
+            "conn", "b", F.explode(F.array(*[F.struct(F.lit(a).alias("action"), F.col(f"n_{a}").cast("double")
+                                                      .alias("share")) for a in RUN_ACTIONS])).alias("p"))
+            .filter(F.col("p.share") > 0).select("conn", "b", "p.action", "p.share"))
+    rows = S.groupBy("conn", "b", "action").agg(F.sum("share").alias("n")).collect()
     out: dict[int, list[dict[str, int]]] = {}
     for r in rows:
-        sl = out.setdefault(r.conn, [{} for _ in range(buckets)])
+        sl = out.setdefault(r.conn, [{} for _ in range(n)])
         sl[r.b][r.action] = sl[r.b].get(r.action, 0) + max(1, round(r.n))
     return out

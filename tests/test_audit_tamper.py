@@ -367,6 +367,25 @@ def test_untouched_run_is_consistent_and_gtid_skips_are_not_withheld(spark, sc: 
     assert "skipped at GTID connect" in html
 
 
+def test_class_counts_do_not_depend_on_the_chunking(spark, sc: Scenario, tmp_path: Path, suspects: list[dict],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prefix counts (`checks.class_counts`: the policy runs' holes, dummies and BEGINs, `rule_suspects`'
+    classes) run per chunk of a file plus the chunks before it: with chunks of 512 bytes (dozens per file, records
+    and groups across their edges) every count, total and timeline slice is the default's."""
+    from binlogd.spark_analytics import checks
+
+    rc, whole = audit(spark, sc, tmp_path / "whole")
+    monkeypatch.setattr(checks, "PREFIX_CHUNK", 512)
+    rc2, chunked = audit(spark, sc, tmp_path / "chunked")
+    assert rc == rc2 == 0
+    for s in (whole, chunked):
+        for k in ("generated_at", "seconds", "step_seconds"):
+            s.pop(k)
+    assert chunked == whole
+    assert suspects == [{}, {}]
+    assert sum(c["actions"]["hole"] + c["actions"]["dummy"] + c["actions"]["begin"] for c in whole["connections"]) > 0
+
+
 def test_relay_logs_not_covering_the_start_is_a_warning(spark, sc: Scenario, tmp_path: Path) -> None:
     """Only the replica's last relay file kept (the others purged, or a GTID replica restarted its relay logs): the
     events before the relay logs given are "not covered" (a warning with the fix), not "missing" (exit 0). The last
