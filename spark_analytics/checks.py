@@ -579,7 +579,8 @@ def run_counts(data: AuditData) -> Any:
         C = C.select(*R.columns, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
                      *[per(a, "b").alias(f"b_{a}") for a in RUN_ACTIONS])
         keys = [c for c in R.columns if c not in ("b", "start", "end")]
-        data.run_slices = C.select("conn", "file", "start", "end", "b", *[f"n_{a}" for a in RUN_ACTIONS])
+        data.run_slices = C.select("conn", "file", "start", "end", "b", "r_start", "r_end", "count",
+                                   *[f"n_{a}" for a in RUN_ACTIONS])
         data.runs = (C.groupBy(*keys).agg(*[F.sum(f"{p}_{a}").alias(f"{p}_{a}") for p in "nb" for a in RUN_ACTIONS])
                      .withColumnRenamed("r_start", "start").withColumnRenamed("r_end", "end")
                      .localCheckpoint(eager=False))
@@ -1551,27 +1552,29 @@ def action_totals(totals: list[Any]) -> dict[int, dict[str, dict[str, int]]]:
 
 def timeline(data: AuditData) -> dict[int, list[dict[str, int]]]:
     """Per connection, the audited binlog span cut into TIMELINE_SLICES slices: events per action in each. A
-    record spanning several slices shows in each of them (its events shared out); a policy run's sent events are
-    shared out the same way, the events its type rules filtered are counted per slice (`run_counts`)."""
+    record spanning several slices shows in each of them (its events shared out). A policy run, cut at the slices'
+    boundaries (`run_counts`): the events its type rules filtered are counted per piece, its sent events are the
+    piece's share of its events by bytes less those (runs are long: an even share would overweight the partial
+    pieces at their two ends)."""
     F = _F()
     n, total = TIMELINE_SLICES, _span_total(data)
     R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED)
                             & F.col("file").isin(data.files) & ~F.coalesce(F.col("run_ok"), F.lit(False)))
          .select("conn", "file", "start", "end", "count", _action_kind(F).alias("action")))
-    if data.run_counts:
-        n_all = F.col("n_hole") + F.col("n_dummy") + F.col("n_begin")
-        R = R.unionByName(run_counts(data).select("conn", "file", "start", "end", (F.col("count") - n_all).alias(
-            "count"), F.lit("sent").alias("action")).filter(F.col("count") > 0))
     offs = _span_offsets(data)
     b0, b1 = _slice_of(F, offs + F.col("start"), total), _slice_of(F, offs + F.col("end") - 1, total)
     S = (R.withColumn("b0", b0).withColumn("b1", F.greatest(b0, b1))
          .withColumn("b", F.explode(F.sequence("b0", "b1")))
          .select("conn", "b", "action", (F.col("count") / (F.col("b1") - F.col("b0") + 1)).alias("share")))
     if data.run_counts:
-        S = S.unionByName(data.run_slices.select(
-            "conn", "b", F.explode(F.array(*[F.struct(F.lit(a).alias("action"), F.col(f"n_{a}").cast("double")
-                                                      .alias("share")) for a in RUN_ACTIONS])).alias("p"))
-            .filter(F.col("p.share") > 0).select("conn", "b", "p.action", "p.share"))
+        run_counts(data)
+        n_all = F.col("n_hole") + F.col("n_dummy") + F.col("n_begin")
+        part = (F.col("end") - F.col("start")) / (F.col("r_end") - F.col("r_start"))
+        sent = F.greatest(F.lit(0.0), F.col("count") * part - n_all)
+        parts = [F.struct(F.lit("sent").alias("action"), sent.alias("share"))] + [
+            F.struct(F.lit(a).alias("action"), F.col(f"n_{a}").cast("double").alias("share")) for a in RUN_ACTIONS]
+        S = S.unionByName(data.run_slices.select("conn", "b", F.explode(F.array(*parts)).alias("p"))
+                          .filter(F.col("p.share") > 0).select("conn", "b", "p.action", "p.share"))
     rows = S.groupBy("conn", "b", "action").agg(F.sum("share").alias("n")).collect()
     out: dict[int, list[dict[str, int]]] = {}
     for r in rows:
