@@ -6,6 +6,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,42 +173,52 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     checks.drop_repeated_records(data)
     findings += checks.load_connections(data)
     progress("connections")
-    # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
-    pending: list[Any] = checks.expand_policy_runs(data)
-    progress("policy runs")
-    # checks 1-5 mostly plan (their findings are collected at once): the daemon starts meanwhile, holding no task
-    # slot that a job of the connection or policy-run steps needs
-    start_python_workers(spark)
-    pending += checks.check_binlog_crc(data)
-    pending += checks.check_coverage(data)
-    progress("check 1")
-    pending += checks.check_rules(data)  # checks 2 and 4
-    progress("check 2")
-    pending += checks.check_dummies(data)
-    progress("check 3")
-    progress("check 4")
-    atom, divergence, skipped = checks.check_atomicity(data)
-    pending += atom
-    progress("check 5")
-    totals = checks.ledger_totals(data)  # what checks 6, 9 and 10 sum: one job
-    findings += checks.check_continuity(data, totals)
-    progress("check 6")
-    behind = checks.convergence(data)
-    progress("check 7")
-    relay_findings, relay_info = checks.check_relay(data)
-    findings += relay_findings
-    progress("check 8")
-    by_action = checks.action_totals(totals)
-    progress("check 9")
-    # a small audit's union: one task per shuffle partition (2), not one per partition of every branch
-    findings += checks.collect_findings(pending, None if inputs.events is None else int(
-        spark.conf.get("spark.sql.shuffle.partitions")))
-    progress("findings")
-    # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name them)
-    explained = frozenset(f[2] for f in findings if f[0] <= 4 and f[1] == "error" and f[2] is not None)
-    findings += checks.check_ledger(data, totals, explained)
-    progress("check 10")
-    tl = checks.timeline(data)
+    # A small audit's steps are mostly the driver planning on one core, the other idle: what does not need the
+    # step before it runs beside it in a second driver thread (its own JVM thread, pinned: PySpark's default).
+    # Only what reads nothing a step before it changes in `data`: check 7 and check 10's seq test read the events,
+    # the connections and the ledger as written, not the policy runs' expansion; the totals and the timeline read
+    # the expanded records but no check's lazy tables (`withheld_events`).
+    with ThreadPoolExecutor(1, thread_name_prefix="audit-beside") as beside:
+        early = beside.submit(lambda: (checks.convergence(data), checks.ledger_seqs(data)))
+        # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
+        pending: list[Any] = checks.expand_policy_runs(data)
+        progress("policy runs")
+        totals_job = beside.submit(checks.ledger_totals, data)  # what checks 6, 9 and 10 sum: one job
+        # checks 1-5 mostly plan (their findings are collected at once): the daemon starts meanwhile, holding no
+        # task slot that a job of the connection or policy-run steps needs
+        start_python_workers(spark)
+        pending += checks.check_binlog_crc(data)
+        pending += checks.check_coverage(data)
+        progress("check 1")
+        pending += checks.check_rules(data)  # checks 2 and 4
+        progress("check 2")
+        pending += checks.check_dummies(data)
+        progress("check 3")
+        progress("check 4")
+        atom, divergence, skipped = checks.check_atomicity(data)
+        pending += atom
+        progress("check 5")
+        totals = totals_job.result()
+        timeline = beside.submit(checks.timeline, data)  # beside the findings' job
+        findings += checks.check_continuity(data, totals)
+        progress("check 6")
+        behind, (seq_findings, lost) = early.result()
+        progress("check 7")
+        relay_findings, relay_info = checks.check_relay(data)
+        findings += relay_findings
+        progress("check 8")
+        by_action = checks.action_totals(totals)
+        progress("check 9")
+        # a small audit's union: one task per shuffle partition (2), not one per partition of every branch
+        findings += checks.collect_findings(pending, None if inputs.events is None else int(
+            spark.conf.get("spark.sql.shuffle.partitions")))
+        progress("findings")
+        # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name
+        # them)
+        explained = frozenset(f[2] for f in findings if f[0] <= 4 and f[1] == "error" and f[2] is not None)
+        findings += seq_findings + checks.check_close_events(data, totals, lost | explained)
+        progress("check 10")
+        tl = timeline.result()
 
     by_replica = {name: info for name, info in relay_info.items()}
     conns = []

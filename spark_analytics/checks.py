@@ -1285,12 +1285,19 @@ def check_relay(data: AuditData) -> tuple[list[tuple], dict[str, dict[str, Any]]
 
 
 def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] = frozenset()) -> list[tuple]:
-    """Check 10 over the records as written. An unparsable line is named by the seq and connection its text still
-    shows (and that seq is not also reported missing); a torn last line (the length binlogd's startup reports) is a
-    warning. A run of missing seqs names its connection only when the records on both sides are that connection's
-    (a lost close record is not charged to the next dump); a connection with lost records gets no close.events
-    finding besides (the lost records explain the difference), nor does one in `explained` (connections whose records
-    checks 1-4 found wrong: those findings name the records)."""
+    """Check 10: `ledger_seqs`' findings, then `check_close_events`' (connections with lost records and those in
+    `explained` skipped)."""
+    out, lost = ledger_seqs(data)
+    return out + check_close_events(data, totals, lost | explained)
+
+
+def ledger_seqs(data: AuditData) -> tuple[list[tuple], frozenset[int]]:
+    """Check 10's test of the records as written (`data.raw_ledger`): (findings, the connections with lost
+    records). An unparsable line is named by the seq and connection its text still shows (and that seq is not also
+    reported missing); a torn last line (the length binlogd's startup reports) is a warning. A run of missing seqs
+    names its connection only when the records on both sides are that connection's (a lost close record is not
+    charged to the next dump). It reads nothing the policy runs' expansion makes: the audit runs it beside that
+    step."""
     from pyspark.sql import Window
 
     F = _F()
@@ -1330,7 +1337,7 @@ def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] =
                 F.countDistinct("seq").alias("d")).collect()[0]
     if agg.n == 0:
         out.append(finding(10, "error", None, None, None, "the ledger holds no records"))
-        return out
+        return out, frozenset()
     if agg.d != agg.n:
         for r in S.groupBy("seq").agg(F.count("*").alias("k"), F.first("ledger_file").alias("f"),
                                       F.first("conn").alias("conn")).filter(F.col("k") > 1).limit(100).collect():
@@ -1352,7 +1359,14 @@ def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] =
     if agg.lo != 1:
         out.append(finding(10, "warning", None, None, agg.lo, f"the ledger starts at seq {agg.lo}: earlier files "
                                                               "were removed"))
-    # close.events against the records (the dump's own counter vs the ledger's records)
+    return out, frozenset(lost)
+
+
+def check_close_events(data: AuditData, totals: list[Any], skip: frozenset[int] = frozenset()) -> list[tuple]:
+    """Check 10: each dump's close.events (its own counter) against its records (`ledger_totals`), connections in
+    `skip` left out: those with lost records (`ledger_seqs`: they explain the difference) and those whose records
+    checks 1-4 found wrong (those findings name the records)."""
+    out: list[tuple] = []
     sent = ("sent", "dummy", "begin", "renamed", "fake")
     by_conn: dict[Any, list[int | None]] = {}
     for r in totals:  # `ledger_totals`: kind is the action for these
@@ -1360,7 +1374,7 @@ def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] =
             by_conn.setdefault(r.conn, []).append(r.n)
     sums = {conn: _sum_groups(ns) for conn, ns in by_conn.items()}
     for c in data.connections:
-        if c.close_events is not None and c.conn not in lost | explained and sums.get(c.conn, 0) != c.close_events:
+        if c.close_events is not None and c.conn not in skip and sums.get(c.conn, 0) != c.close_events:
             out.append(finding(10, "error", c.conn, c.end_file, c.end_pos,
                                f"the dump counted {c.close_events} events sent, its ledger records add up to "
                                f"{sums.get(c.conn, 0)}"))
