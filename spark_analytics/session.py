@@ -231,8 +231,6 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from .binlog_source import register
-
     builder = SparkSession.builder.appName(app_name)
     # under spark-submit (the JVM launched this driver: PYSPARK_GATEWAY_PORT) its --master applies
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
@@ -263,6 +261,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if register_source:
+    if register_source:  # imported here: the data source's modules are not needed to start the JVM
+        from .binlog_source import register
+
         register(spark)
     return spark
