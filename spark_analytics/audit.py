@@ -27,8 +27,9 @@ from .session import SMALL_INPUT_BYTES, start_python_workers
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
 ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "renamed", "fake")
-# "findings": the one Spark action that collects checks 1-5's findings (the steps before it only plan them)
-STEPS = ("binlog", "ledger", "connections", "policy runs", *(f"check {i}" for i in range(1, 10)), "findings",
+# in the order they end (the binlog's events are loaded beside the ledger and connection steps); "findings": the
+# end of the two Spark actions that collect checks 1-5's findings (the steps before it mostly plan them)
+STEPS = ("ledger", "connections", "binlog", "policy runs", *(f"check {i}" for i in range(1, 10)), "findings",
          "check 10")
 
 
@@ -141,56 +142,69 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
         register(spark)
     for name, d in inputs.relays.items():
         relays[name] = spark.read.format("binlog").load(str(d)).cache()
-    if inputs.events is not None:
-        E = load_in_driver(spark, binlog_dir, table=inputs.events).cache()
-        stats, types = inputs.stats or {}, inputs.types
-    elif inputs.staged is not None:
-        # not cached: Spark's Parquet reader scans only the columns each plan reads, faster than a cache is built
-        E = read_staged(spark, inputs.staged)
-        stats, types = inputs.staged.stats, inputs.staged.types
-    else:
+
+    def load_events() -> tuple[Any, dict[str, dict[str, int]], frozenset[int] | None]:
+        """The events DataFrame E, per-file stats and the event types."""
+        if inputs.events is not None:
+            return load_in_driver(spark, binlog_dir, table=inputs.events).cache(), inputs.stats or {}, inputs.types
+        if inputs.staged is not None:
+            # not cached: Spark's Parquet reader scans only the columns each plan reads, faster than a cache is
+            # built
+            return read_staged(spark, inputs.staged), inputs.staged.stats, inputs.staged.types
         E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir)).drop(
             "db", "statement").cache()
         rows = E.groupBy("file").agg(F.count("*").alias("n"), F.max("end").alias("end"),
                                      F.sum("length").alias("b"), F.collect_set("type").alias("types")).collect()
         stats = {r.file: {"events": int(r.n), "end": int(r.end), "bytes": int(r.b)} for r in rows}
-        types = frozenset(t for r in rows for t in r.types)
-    names = [f.name for f in files]
-    findings: list[tuple] = []
-    for n in names:
-        size = (binlog_dir / n).stat().st_size
-        if n in stats and size > stats[n]["end"]:
-            findings.append(checks.finding(1, "warning", None, n, stats[n]["end"],
-                                           f"binlog file ends with {size - stats[n]['end']} bytes that are not a whole "
-                                           "event (torn tail, or being written)"))
-    progress("binlog")
-    L = read_ledger(spark, lf, inputs.staged_ledger)
-    progress("ledger")
-    data = checks.AuditData(spark=spark, events=E, ledger=L, files=names, file_stats=stats, binlog_dir=binlog_dir,
-                            torn=lf.torn, relays=relays, event_types=types,
-                            strict_ledger=inputs.staged_ledger is not None,
-                            seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct)
-    checks.drop_repeated_records(data)
-    findings += checks.load_connections(data)
-    progress("connections")
+        return E, stats, frozenset(t for r in rows for t in r.types)
+
     # A small audit's steps are mostly the driver planning on one core, the other idle: what does not need the
     # step before it runs beside it in a second driver thread (its own JVM thread, pinned: PySpark's default).
-    # Only what reads nothing a step before it changes in `data`: check 7 and check 10's seq test read the events,
-    # the connections and the ledger as written, not the policy runs' expansion; the totals and the timeline read
-    # the expanded records but no check's lazy tables (`withheld_events`).
+    # Only what reads nothing a step before it changes in `data`: the events are handed to Spark (a small binlog's
+    # Arrow table: ~0.6 s of a cold JVM) beside the ledger's read and the connection step's job, which do not read
+    # them; check 7 and check 10's seq test read the events, the connections and the ledger as written, not the
+    # policy runs' expansion; the totals, the timeline and the findings of the policy runs and check 1 read the
+    # expanded records but none of the checks' lazy tables (`withheld_events`: checks 2-5 make and fill it in this
+    # thread).
+    names = [f.name for f in files]
+    # a small audit's unions: one task per shuffle partition (2), not one per partition of every branch
+    partitions = None if inputs.events is None else int(spark.conf.get("spark.sql.shuffle.partitions"))
     with ThreadPoolExecutor(1, thread_name_prefix="audit-beside") as beside:
+        loading = beside.submit(load_events)
+        L = read_ledger(spark, lf, inputs.staged_ledger)
+        progress("ledger")
+        data = checks.AuditData(spark=spark, events=None, ledger=L, files=names, file_stats={},
+                                binlog_dir=binlog_dir, torn=lf.torn, relays=relays,
+                                strict_ledger=inputs.staged_ledger is not None,
+                                seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct)
+        checks.drop_repeated_records(data)
+        conn_findings = checks.load_connections(data)  # reads the ledger only
+        progress("connections")
+        E, stats, data.event_types = loading.result()
+        data.events, data.file_stats = E, stats
+        findings: list[tuple] = []
+        for n in names:
+            size = (binlog_dir / n).stat().st_size
+            if n in stats and size > stats[n]["end"]:
+                findings.append(checks.finding(1, "warning", None, n, stats[n]["end"],
+                                               f"binlog file ends with {size - stats[n]['end']} bytes that are not a "
+                                               "whole event (torn tail, or being written)"))
+        findings += conn_findings
+        progress("binlog")
         early = beside.submit(lambda: (checks.convergence(data), checks.ledger_seqs(data)))
-        # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
+        # checks 1-5 give their findings as DataFrames, collected in two unions: the policy runs' and check 1's
+        # beside checks 2-5's planning, theirs at the end
         pending: list[Any] = checks.expand_policy_runs(data)
         progress("policy runs")
         totals_job = beside.submit(checks.ledger_totals, data)  # what checks 6, 9 and 10 sum: one job
-        # checks 1-5 mostly plan (their findings are collected at once): the daemon starts meanwhile, holding no
-        # task slot that a job of the connection or policy-run steps needs
+        # checks 1-5 mostly plan: the Python worker daemon starts meanwhile, holding no task slot that a job of the
+        # connection or policy-run steps needs
         start_python_workers(spark)
         pending += checks.check_binlog_crc(data)
         pending += checks.check_coverage(data)
+        first_part = beside.submit(checks.collect_findings, pending, partitions)
         progress("check 1")
-        pending += checks.check_rules(data)  # checks 2 and 4
+        pending = checks.check_rules(data)  # checks 2 and 4
         progress("check 2")
         pending += checks.check_dummies(data)
         progress("check 3")
@@ -199,7 +213,6 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
         pending += atom
         progress("check 5")
         totals = totals_job.result()
-        timeline = beside.submit(checks.timeline, data)  # beside the findings' job
         findings += checks.check_continuity(data, totals)
         progress("check 6")
         behind, (seq_findings, lost) = early.result()
@@ -209,9 +222,9 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
         progress("check 8")
         by_action = checks.action_totals(totals)
         progress("check 9")
-        # a small audit's union: one task per shuffle partition (2), not one per partition of every branch
-        findings += checks.collect_findings(pending, None if inputs.events is None else int(
-            spark.conf.get("spark.sql.shuffle.partitions")))
+        timeline = beside.submit(checks.timeline, data)  # beside the second union's job
+        last_part = checks.collect_findings(pending, partitions)
+        findings += first_part.result() + last_part
         progress("findings")
         # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name
         # them)
