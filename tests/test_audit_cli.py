@@ -1,6 +1,6 @@
-"""`binlogd-audit`'s start (spark_analytics/cli.py): the JVM is launched before the audit's modules are imported,
-so what runs before the launch must stay light; the session is made in another thread, so the CLI installs the
-Ctrl-C handler PySpark installs only for a session made in the main thread."""
+"""`binlogd-audit`'s start (spark_analytics/cli.py) and the audit's second thread. The JVM is launched before the
+audit's modules are imported, so what runs before the launch must stay light; the session is made in another
+thread, so the CLI installs the Ctrl-C handler PySpark installs only for a session made in the main thread."""
 
 from __future__ import annotations
 
@@ -50,3 +50,18 @@ def test_ctrl_c_cancels_the_jobs() -> None:
         assert cancelled == [1]
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_inline_executor_runs_at_submit() -> None:
+    """A larger audit's "second thread" (`audit.InlineExecutor`): each call runs at submit, in order, its exception
+    raised by result() as a thread's would be."""
+    from binlogd.spark_analytics.audit import InlineExecutor
+
+    ran: list[int] = []
+    with InlineExecutor() as ex:
+        a = ex.submit(lambda: ran.append(1) or 1)
+        assert ran == [1] and a.done()
+        b = ex.submit(lambda x: 1 // x, 0)
+    assert a.result() == 1
+    with pytest.raises(ZeroDivisionError):
+        b.result()
