@@ -6,6 +6,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,9 @@ from .session import SMALL_INPUT_BYTES, start_python_workers
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
 ACTIONS = ("sent", "hole", "skipped", "dummy", "begin", "renamed", "fake")
-# "findings": the one Spark action that collects checks 1-5's findings (the steps before it only plan them)
-STEPS = ("binlog", "ledger", "connections", "policy runs", *(f"check {i}" for i in range(1, 10)), "findings",
+# in the order they end (the binlog's events are loaded beside the ledger and connection steps); "findings": the
+# end of the two Spark actions that collect checks 1-5's findings (the steps before it mostly plan them)
+STEPS = ("ledger", "connections", "binlog", "policy runs", *(f"check {i}" for i in range(1, 10)), "findings",
          "check 10")
 
 
@@ -106,6 +108,18 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
     return inputs
 
 
+class InlineExecutor(Executor):
+    """Runs each submitted call at once, in the caller's thread: `_audit`'s second thread for a larger binlog."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        f: Future = Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # re-raised by the caller's result(), as a thread's would be
+            f.set_exception(e)
+        return f
+
+
 def run_audit(spark: Any, binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
               progress: Callable[[str], None] = lambda step: None, inputs: Inputs | None = None) -> AuditResult:
     """One audit; `inputs`: `prepare_inputs` of the same directories, when the caller already ran it. Staged
@@ -140,74 +154,105 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
         register(spark)
     for name, d in inputs.relays.items():
         relays[name] = spark.read.format("binlog").load(str(d)).cache()
-    if inputs.events is not None:
-        E = load_in_driver(spark, binlog_dir, table=inputs.events).cache()
-        stats, types = inputs.stats or {}, inputs.types
-    elif inputs.staged is not None:
-        # not cached: Spark's Parquet reader scans only the columns each plan reads, faster than a cache is built
-        E = read_staged(spark, inputs.staged)
-        stats, types = inputs.staged.stats, inputs.staged.types
-    else:
+
+    def load_events() -> tuple[Any, dict[str, dict[str, int]], frozenset[int] | None]:
+        """The events DataFrame E, per-file stats and the event types."""
+        if inputs.events is not None:
+            return load_in_driver(spark, binlog_dir, table=inputs.events).cache(), inputs.stats or {}, inputs.types
+        if inputs.staged is not None:
+            # not cached: Spark's Parquet reader scans only the columns each plan reads, faster than a cache is
+            # built
+            return read_staged(spark, inputs.staged), inputs.staged.stats, inputs.staged.types
         E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir)).drop(
             "db", "statement").cache()
         rows = E.groupBy("file").agg(F.count("*").alias("n"), F.max("end").alias("end"),
                                      F.sum("length").alias("b"), F.collect_set("type").alias("types")).collect()
         stats = {r.file: {"events": int(r.n), "end": int(r.end), "bytes": int(r.b)} for r in rows}
-        types = frozenset(t for r in rows for t in r.types)
+        return E, stats, frozenset(t for r in rows for t in r.types)
+
+    # A small audit's steps are mostly the driver planning on one core, the other idle: what does not need the
+    # step before it runs beside it in a second driver thread (its own JVM thread, pinned: PySpark's default).
+    # Only what reads nothing a step before it changes in `data`: the events are handed to Spark (a small binlog's
+    # Arrow table: ~0.6 s of a cold JVM) beside the ledger's read and the connection step's job, which do not read
+    # them; check 7 and check 10's seq test read the events, the connections and the ledger as written, not the
+    # policy runs' counts; the totals, the timeline and the findings of the policy runs and check 1 read the records
+    # and the runs' counts (`run_counts`, made in the policy-run step, before) but none of the checks' lazy tables
+    # (`withheld_events`: checks 2-5 make and fill it in this thread).
     names = [f.name for f in files]
-    findings: list[tuple] = []
-    for n in names:
-        size = (binlog_dir / n).stat().st_size
-        if n in stats and size > stats[n]["end"]:
-            findings.append(checks.finding(1, "warning", None, n, stats[n]["end"],
-                                           f"binlog file ends with {size - stats[n]['end']} bytes that are not a whole "
-                                           "event (torn tail, or being written)"))
-    progress("binlog")
-    L = read_ledger(spark, lf, inputs.staged_ledger)
-    progress("ledger")
-    data = checks.AuditData(spark=spark, events=E, ledger=L, files=names, file_stats=stats, binlog_dir=binlog_dir,
-                            torn=lf.torn, relays=relays, event_types=types,
-                            strict_ledger=inputs.staged_ledger is not None,
-                            seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct)
-    checks.drop_repeated_records(data)
-    findings += checks.load_connections(data)
-    progress("connections")
-    # checks 1-5 give their findings as DataFrames: all of them are collected at once (one union, one action)
-    pending: list[Any] = checks.verify_policy_runs(data)
-    progress("policy runs")
-    # checks 1-5 mostly plan (their findings are collected at once): the daemon starts meanwhile, holding no task
-    # slot that a job of the connection or policy-run steps needs
-    start_python_workers(spark)
-    pending += checks.check_binlog_crc(data)
-    pending += checks.check_coverage(data)
-    progress("check 1")
-    pending += checks.check_rules(data)  # checks 2 and 4
-    progress("check 2")
-    pending += checks.check_dummies(data)
-    progress("check 3")
-    progress("check 4")
-    atom, divergence, skipped = checks.check_atomicity(data)
-    pending += atom
-    progress("check 5")
-    totals = checks.ledger_totals(data)  # what checks 6, 9 and 10 sum: one job
-    findings += checks.check_continuity(data, totals)
-    progress("check 6")
-    behind = checks.convergence(data)
-    progress("check 7")
-    relay_findings, relay_info = checks.check_relay(data)
-    findings += relay_findings
-    progress("check 8")
-    by_action = checks.action_totals(totals)
-    progress("check 9")
-    # a small audit's union: one task per shuffle partition (2), not one per partition of every branch
-    findings += checks.collect_findings(pending, None if inputs.events is None else int(
-        spark.conf.get("spark.sql.shuffle.partitions")))
-    progress("findings")
-    # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name them)
-    explained = frozenset(f[2] for f in findings if f[0] <= 4 and f[1] == "error" and f[2] is not None)
-    findings += checks.check_ledger(data, totals, explained)
-    progress("check 10")
-    tl = checks.timeline(data)
+    # a small audit's unions: one task per shuffle partition (2), not one per partition of every branch
+    small = inputs.events is not None
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions")) if small else None
+    # A larger binlog (staged, or read by the data source) keeps one thread: its jobs fill both task slots, and at
+    # 1 M events the second thread's gave no gain (same-run pairs at load 3-6: 56.4 s against 44.4, 81.8 against
+    # 76.8; the second thread's jobs took slots from the main thread's)
+    with ThreadPoolExecutor(1, thread_name_prefix="audit-beside") if small else InlineExecutor() as beside:
+        loading = beside.submit(load_events)
+        L = read_ledger(spark, lf, inputs.staged_ledger)
+        progress("ledger")
+        data = checks.AuditData(spark=spark, events=None, ledger=L, files=names, file_stats={},
+                                binlog_dir=binlog_dir, torn=lf.torn, relays=relays,
+                                strict_ledger=inputs.staged_ledger is not None,
+                                seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct)
+        checks.drop_repeated_records(data)
+        conn_findings = checks.load_connections(data)  # reads the ledger only
+        progress("connections")
+        E, stats, data.event_types = loading.result()
+        data.events, data.file_stats = E, stats
+        findings: list[tuple] = []
+        for n in names:
+            size = (binlog_dir / n).stat().st_size
+            if n in stats and size > stats[n]["end"]:
+                findings.append(checks.finding(1, "warning", None, n, stats[n]["end"],
+                                               f"binlog file ends with {size - stats[n]['end']} bytes that are not a "
+                                               "whole event (torn tail, or being written)"))
+        findings += conn_findings
+        progress("binlog")
+        early = beside.submit(lambda: (checks.convergence(data), checks.ledger_seqs(data)))
+        # checks 1-5 give their findings as DataFrames, collected at the end in one union; a small binlog's in two:
+        # the policy runs' and check 1's beside checks 2-5's planning. Not a larger one's: the two unions no longer
+        # share their common exchanges (the records' bounds), and at 1 M events the first one's job ran beside check
+        # 2's jobs for ~6 s against the ~1.5 s it took off the findings' step.
+        pending: list[Any] = checks.verify_policy_runs(data)
+        progress("policy runs")
+        totals_job = beside.submit(checks.ledger_totals, data)  # what checks 6, 9 and 10 sum: one job
+        # checks 1-5 mostly plan: the Python worker daemon starts meanwhile, holding no task slot that a job of the
+        # connection or policy-run steps needs
+        start_python_workers(spark)
+        pending += checks.check_binlog_crc(data)
+        pending += checks.check_coverage(data)
+        first_part = None
+        if small:
+            first_part = beside.submit(checks.collect_findings, pending, partitions)
+            pending = []
+        progress("check 1")
+        pending += checks.check_rules(data)  # checks 2 and 4
+        progress("check 2")
+        pending += checks.check_dummies(data)
+        progress("check 3")
+        progress("check 4")
+        atom, divergence, skipped = checks.check_atomicity(data)
+        pending += atom
+        progress("check 5")
+        totals = totals_job.result()
+        findings += checks.check_continuity(data, totals)
+        progress("check 6")
+        behind, (seq_findings, lost) = early.result()
+        progress("check 7")
+        relay_findings, relay_info = checks.check_relay(data)
+        findings += relay_findings
+        progress("check 8")
+        by_action = checks.action_totals(totals)
+        progress("check 9")
+        timeline = beside.submit(checks.timeline, data)  # beside the second union's job
+        last_part = checks.collect_findings(pending, partitions)
+        findings += (first_part.result() if first_part is not None else []) + last_part
+        progress("findings")
+        # close.events is not compared for a connection whose records checks 1-4 already found wrong (they name
+        # them)
+        explained = frozenset(f[2] for f in findings if f[0] <= 4 and f[1] == "error" and f[2] is not None)
+        findings += seq_findings + checks.check_close_events(data, totals, lost | explained)
+        progress("check 10")
+        tl = timeline.result()
 
     by_replica = {name: info for name, info in relay_info.items()}
     conns = []

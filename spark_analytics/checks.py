@@ -789,8 +789,7 @@ def check_coverage(data: AuditData) -> list[tuple]:
     R = (R.select("*", F.lag("end").over(w).alias("prev_end"), F.lag("fi").over(w).alias("pfi"),
                   F.lead("start").over(w).alias("next_start"), F.lead("fi").over(w).alias("nfi"))
          .withColumn("prev_file_end", fends[F.col("pfi")]))
-    # stream order: the ledger promises records in the order the events went out (seq; the records a policy run
-    # expands to share its seq and follow each other in the file)
+    # stream order: the ledger promises records in the order the events went out (seq)
     ws = Window.partitionBy("conn").orderBy("seq", "fi", "start")
     R = R.select("*", F.lag("seq").over(ws).alias("s_prev_seq"), F.lag("fi").over(ws).alias("s_prev_fi"),
                  F.lag("start").over(ws).alias("s_prev_start"), F.lag("end").over(ws).alias("s_prev_end"))
@@ -1157,7 +1156,7 @@ def check_dummies(data: AuditData) -> list[tuple]:
          .select("seq", "conn", "file", "start", "end", "count", "length", "sent_length", "action"))
     # per event of each record, then per record: what the events it replaces add up to
     W = withheld_events(data, ("dummy", "begin"))  # the records' events (a policy run is checked by its counts)
-    # a record is (seq, file, start): the records a policy run expands to share its seq
+    # a record is (seq, file, start)
     per_rec = W.groupBy("seq", "file", F.col("rec_start").alias("start")).agg(
         F.sum("length").alias("e_length"), F.max("end").alias("e_end"), F.count("*").alias("e_count"))
     J = D.join(per_rec, ["seq", "file", "start"], "left")
@@ -1408,12 +1407,19 @@ def check_relay(data: AuditData) -> tuple[list[tuple], dict[str, dict[str, Any]]
 
 
 def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] = frozenset()) -> list[tuple]:
-    """Check 10 over the records as written. An unparsable line is named by the seq and connection its text still
-    shows (and that seq is not also reported missing); a torn last line (the length binlogd's startup reports) is a
-    warning. A run of missing seqs names its connection only when the records on both sides are that connection's
-    (a lost close record is not charged to the next dump); a connection with lost records gets no close.events
-    finding besides (the lost records explain the difference), nor does one in `explained` (connections whose records
-    checks 1-4 found wrong: those findings name the records)."""
+    """Check 10: `ledger_seqs`' findings, then `check_close_events`' (connections with lost records and those in
+    `explained` skipped)."""
+    out, lost = ledger_seqs(data)
+    return out + check_close_events(data, totals, lost | explained)
+
+
+def ledger_seqs(data: AuditData) -> tuple[list[tuple], frozenset[int]]:
+    """Check 10's test of the records as written (`data.raw_ledger`): (findings, the connections with lost
+    records). An unparsable line is named by the seq and connection its text still shows (and that seq is not also
+    reported missing); a torn last line (the length binlogd's startup reports) is a warning. A run of missing seqs
+    names its connection only when the records on both sides are that connection's (a lost close record is not
+    charged to the next dump). It reads nothing the policy runs' expansion makes: the audit runs it beside that
+    step."""
     from pyspark.sql import Window
 
     F = _F()
@@ -1453,7 +1459,7 @@ def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] =
                 F.countDistinct("seq").alias("d")).collect()[0]
     if agg.n == 0:
         out.append(finding(10, "error", None, None, None, "the ledger holds no records"))
-        return out
+        return out, frozenset()
     if agg.d != agg.n:
         for r in S.groupBy("seq").agg(F.count("*").alias("k"), F.first("ledger_file").alias("f"),
                                       F.first("conn").alias("conn")).filter(F.col("k") > 1).limit(100).collect():
@@ -1475,7 +1481,14 @@ def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] =
     if agg.lo != 1:
         out.append(finding(10, "warning", None, None, agg.lo, f"the ledger starts at seq {agg.lo}: earlier files "
                                                               "were removed"))
-    # close.events against the records (the dump's own counter vs the ledger's records)
+    return out, frozenset(lost)
+
+
+def check_close_events(data: AuditData, totals: list[Any], skip: frozenset[int] = frozenset()) -> list[tuple]:
+    """Check 10: each dump's close.events (its own counter) against its records (`ledger_totals`), connections in
+    `skip` left out: those with lost records (`ledger_seqs`: they explain the difference) and those whose records
+    checks 1-4 found wrong (those findings name the records)."""
+    out: list[tuple] = []
     sent = ("sent", "dummy", "begin", "renamed", "fake")
     by_conn: dict[Any, list[int | None]] = {}
     for r in totals:  # `ledger_totals`: kind is the action for these
@@ -1483,7 +1496,7 @@ def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] =
             by_conn.setdefault(r.conn, []).append(r.n)
     sums = {conn: _sum_groups(ns) for conn, ns in by_conn.items()}
     for c in data.connections:
-        if c.close_events is not None and c.conn not in lost | explained and sums.get(c.conn, 0) != c.close_events:
+        if c.close_events is not None and c.conn not in skip and sums.get(c.conn, 0) != c.close_events:
             out.append(finding(10, "error", c.conn, c.end_file, c.end_pos,
                                f"the dump counted {c.close_events} events sent, its ledger records add up to "
                                f"{sums.get(c.conn, 0)}"))

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 DESCRIPTION = """\
 Audit what binlogd sent to each replica connection against the binlog files it served.
@@ -68,6 +71,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def cancel_on_interrupt(spark: Any) -> None:
+    """Ctrl-C cancels the running Spark jobs and raises KeyboardInterrupt: the handler PySpark installs only when
+    the context is made in the main thread (the CLI makes it in another, `main`)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        try:
+            spark.sparkContext.cancelAllJobs()
+        finally:
+            raise KeyboardInterrupt()
+
+    signal.signal(signal.SIGINT, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -94,49 +112,61 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from concurrent.futures import ThreadPoolExecutor
 
-    from binlogd.spark_analytics.audit import STEPS, AuditError, prepare_inputs, run_audit
-    from binlogd.spark_analytics.report import write_outputs
     from binlogd.spark_analytics.session import build_session, close_session, input_bytes
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), disable=args.quiet, transient=False) as bar, \
-            ThreadPoolExecutor(1, thread_name_prefix="audit-inputs") as pool:
-        task = bar.add_task("starting Spark", total=len(STEPS) + 1)
-        t_start = time.monotonic()
-        # the file lists and a small binlog's decoding need no JVM: a second thread does them while the JVM starts
-        # (a larger one is staged as Parquet in a temporary directory: for local masters, whose executors read it)
-        inputs = pool.submit(prepare_inputs, args.binlog_dir, args.ledger, relays,
-                             stage=(args.master or "local").startswith("local"))
-        try:
-            spark = build_session(args.master, conf=conf, log_file=args.out / "spark.log",
-                                  input_size=input_bytes(args.binlog_dir, args.ledger, *relays.values()),
-                                  make_class_archive=True, register_source=False)
-        except Exception as e:  # Java missing, a bad master URL ...: a clear message, exit 2
-            print(f"binlogd-audit: could not start Spark ({args.master or 'local[*]'}): {e}", file=sys.stderr)
-            return 2
+    t_start = time.monotonic()
+    with ThreadPoolExecutor(1, thread_name_prefix="audit-jvm") as pool:
+        # The JVM first: its start (2.5-3 s) is the small audit's largest cost, and the imports this thread does
+        # next (the audit's modules, pyarrow, rich: 0.5-1.8 s) delayed it. They and the inputs' preparation (file
+        # lists; a small binlog decoded, a larger one staged as Parquet for local masters, whose executors read it)
+        # need no JVM: they run here while it starts.
+        starting = pool.submit(build_session, args.master, conf=conf, log_file=args.out / "spark.log",
+                               input_size=input_bytes(args.binlog_dir, args.ledger, *relays.values()),
+                               make_class_archive=True, register_source=False)
+        from binlogd.spark_analytics.audit import STEPS, AuditError, Inputs, prepare_inputs, run_audit
+        from binlogd.spark_analytics.report import write_outputs
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        def step(name: str) -> None:
-            bar.update(task, advance=1, description=name)
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                      TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), disable=args.quiet,
+                      transient=False) as bar:
+            task = bar.add_task("starting Spark", total=len(STEPS) + 1)
+            inputs: Inputs | Exception
+            try:  # its error is reported below, as the audit's, once the session can be closed
+                inputs = prepare_inputs(args.binlog_dir, args.ledger, relays,
+                                        stage=(args.master or "local").startswith("local"))
+            except Exception as e:
+                inputs = e
+            try:
+                spark = starting.result()
+            except Exception as e:  # Java missing, a bad master URL ...: a clear message, exit 2
+                print(f"binlogd-audit: could not start Spark ({args.master or 'local[*]'}): {e}", file=sys.stderr)
+                return 2
+            cancel_on_interrupt(spark)
 
-        spark_start = round(time.monotonic() - t_start, 2)
-        try:
-            result = run_audit(spark, args.binlog_dir, args.ledger, relays, progress=step, inputs=inputs.result())
-            # the phase before the audit's own steps (JVM start, session): the small audit's largest cost
-            result.summary["step_seconds"] = {"spark start": spark_start, **result.summary["step_seconds"]}
-            paths = write_outputs(args.out, result.summary, result.findings, result.timeline)
-            step("report written")
-        except AuditError as e:
-            print(f"binlogd-audit: {e}", file=sys.stderr)
-            return 2
-        except Exception as e:  # a Spark/Java failure, unreadable input: "could not run", never "findings"
-            log.exception("audit failed")
-            first = str(e).splitlines()[0] if str(e) else ""
-            print(f"binlogd-audit: the audit could not run: {type(e).__name__}: {first}", file=sys.stderr)
-            return 2
-        finally:
-            close_session(spark)
+            def step(name: str) -> None:
+                bar.update(task, advance=1, description=name)
+
+            spark_start = round(time.monotonic() - t_start, 2)
+            try:
+                if isinstance(inputs, Exception):
+                    raise inputs
+                result = run_audit(spark, args.binlog_dir, args.ledger, relays, progress=step, inputs=inputs)
+                # the phase before the audit's own steps (JVM start, session): the small audit's largest cost
+                result.summary["step_seconds"] = {"spark start": spark_start, **result.summary["step_seconds"]}
+                paths = write_outputs(args.out, result.summary, result.findings, result.timeline)
+                step("report written")
+            except AuditError as e:
+                print(f"binlogd-audit: {e}", file=sys.stderr)
+                return 2
+            except Exception as e:  # a Spark/Java failure, unreadable input: "could not run", never "findings"
+                log.exception("audit failed")
+                first = str(e).splitlines()[0] if str(e) else ""
+                print(f"binlogd-audit: the audit could not run: {type(e).__name__}: {first}", file=sys.stderr)
+                return 2
+            finally:
+                close_session(spark)
     s = result.summary
     errors = sum(c["errors"] for c in s["checks"])
     print(f"{'CONSISTENT' if s['consistent'] else 'FINDINGS'}: {len(s['connections'])} connection(s), "

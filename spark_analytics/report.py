@@ -13,7 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .checks import CHECK_NAMES, FINDING_COLUMNS
+# .checks (protocol/, the decision module) is imported where it is used: the CLI checks REPORT_MODULES before it
+# starts the JVM, and what it imports before then delays the JVM's start
 from .report_charts import ACTIONS, COLORS, PLOTLY_CONFIG, SHORT, actions_figure, phases_figure, timeline_figure
 
 REPORT_MODULES = ("jinja2", "plotly")
@@ -52,6 +53,8 @@ def write_findings(path: Path, findings: list[tuple]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from .checks import FINDING_COLUMNS
+
     schema = pa.schema([(n, getattr(pa, _ARROW_TYPES[t])()) for n, t in FINDING_COLUMNS])
     table = pa.Table.from_pylist([dict(zip(schema.names, f, strict=True)) for f in findings], schema=schema)
     if path.is_dir():
@@ -77,6 +80,8 @@ def render_html(summary: dict[str, Any], timeline: dict[int, list[dict[str, int]
     require_report_modules()
     import jinja2
     import plotly.offline
+
+    from .checks import CHECK_NAMES
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("binlogd.spark_analytics", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)

@@ -38,7 +38,10 @@ DEFAULTS: dict[str, str] = {
 # seconds with C1 only. Inputs above C1_INPUT_BYTES keep C2, and so do sessions that run many audits (tests):
 # test_audit.py took 299 s with C2, 329 s with C1.
 SMALL_INPUT_BYTES = 32 << 20
-SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# MetaspaceSize: the first metaspace threshold (21 MB by default) is crossed while the audit loads Spark's classes,
+# and the collection it triggers is a full one (0.3-0.65 s on this machine, the small audit's only full GC with the
+# page size below)
+SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:MetaspaceSize=128m"
 # C1 pays at 1 M events too (72 MB of binlog and ledger): 279 -> 180 CPU s for the in-process audit, the C2
 # compiler threads' work not paid back within a 3-minute run (benchmarks/README.md, "seventh session"). Above this
 # size (10 M events: 0.7 GB) not measured: C2 kept.
@@ -54,8 +57,14 @@ C1_INPUT_BYTES = 256 << 20
 # settings the JVM's CPU fell from 27.6-28.0 s to 21.7-25.6 s (three pairs), whole-stage codegen off alone to
 # 24.4-25.3 s. `factoryMode` is an internal setting (Spark's tests use it): a Spark that ignores it generates code
 # as before, with the same results.
+# Memory pages of 1 MB: Spark sizes a task's Tungsten pages from the heap (driver memory / cores / 16, up to 64 MB:
+# 32 MB with 2g, 64 MB with 6g), and every sort, hash aggregate and broadcast relation allocates a whole page (a
+# zeroed long[]) for its first row. A JFR allocation profile of the small audit (3 397 events, 6g): 1.5 GB of such
+# pages (sorts 832 MB, aggregates 514 MB, broadcasts 128 MB) of 2.6 GB allocated, ~400 MB of them live at its end;
+# 14 young and full GCs (8.7 s of pauses at load 11) against 11 and 2.3 s with 1 MB pages.
 SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "2",
-                        "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+                        "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                        "spark.buffer.pageSize": "1m"}
 
 
 # Class-data sharing: a driver JVM's start is mostly loading and verifying Spark's ~30 000 classes from 280 jars.
@@ -231,8 +240,6 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from .binlog_source import register
-
     builder = SparkSession.builder.appName(app_name)
     # under spark-submit (the JVM launched this driver: PYSPARK_GATEWAY_PORT) its --master applies
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
@@ -263,6 +270,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if register_source:
+    if register_source:  # imported here: the data source's modules are not needed to start the JVM
+        from .binlog_source import register
+
         register(spark)
     return spark

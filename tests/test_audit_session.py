@@ -1,5 +1,6 @@
 """The driver JVM's class archive (spark_analytics/session.py): a one-audit process writes it at its JVM's exit, the
-next session's JVM maps it; a damaged archive is never put in place (a JVM that maps one dies)."""
+next session's JVM maps it; a damaged archive is never put in place (a JVM that maps one dies). And the settings of
+a small input's session."""
 
 from __future__ import annotations
 
@@ -60,3 +61,22 @@ def test_archive_off_and_keyed_by_cache_dir(tmp_path: Path, monkeypatch: pytest.
     assert path is not None and path.parent == tmp_path and path.suffix == ".jsa"
     monkeypatch.setenv(session.ARCHIVE_ENV, "0")
     assert session.class_archive_path(tmp_path) is None
+
+
+SMALL = """
+from binlogd.spark_analytics import session
+spark = session.build_session("local[1]", input_size=1 << 20)
+print("PAGE", spark.sparkContext.getConf().get("spark.buffer.pageSize"))
+print("OPTS", spark.sparkContext.getConf().get("spark.driver.extraJavaOptions"))
+"""
+
+
+def test_small_input_session_pages_and_metaspace(tmp_path: Path) -> None:
+    """A small one-audit session (the CLI's, `input_size` known): 1 MB memory pages (not a page sized from the heap
+    for every sort and aggregate's first row) and a first metaspace threshold above what loading Spark takes."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    out = subprocess.run([sys.executable, "-c", SMALL], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "PAGE 1m" in out.stdout, out.stdout
+    assert "-XX:MetaspaceSize=128m" in out.stdout and "-XX:TieredStopAtLevel=1" in out.stdout, out.stdout
