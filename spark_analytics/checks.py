@@ -546,7 +546,7 @@ def run_counts(data: AuditData) -> Any:
                      "length", "sent_length", "policy", literal_map(pids, "BIGINT", "INT")[F.col("conn")].alias("pid"),
                      F.monotonically_increasing_id().alias("rid")))
         # the run cut at the timeline's slice boundaries: an event is in the slice its start is in
-        offs, total, n = _span_offsets(data), _span_total(data), TIMELINE_SLICES
+        (offs, total), n = _span(data), TIMELINE_SLICES
         b0, b1 = _slice_of(F, offs + F.col("r_start"), total), _slice_of(F, offs + F.col("r_end") - 1, total)
         R = R.withColumn("b", F.explode(F.sequence(b0, F.greatest(b0, b1))))
         first = F.expr(f"(CAST(b AS BIGINT) * {total} + {n - 1}) div {n}") - offs  # where slice b begins in the file
@@ -557,25 +557,20 @@ def run_counts(data: AuditData) -> Any:
 
         def per(action: str, prefix: str) -> Any:
             v = F.lit(0).cast("bigint")
-            for name in classes:
-                if name.startswith(f"cap{action}"):
-                    pid = int(name[len(f"cap{action}"):])
-                    v = F.when(F.col("pid") == pid, F.col(f"{prefix}_{name}")).otherwise(v)
-            return v.cast("bigint")
+            for pid in set(pids.values()):
+                if f"cap{action}{pid}" in classes:
+                    v = F.when(F.col("pid") == pid, F.col(f"{prefix}_cap{action}{pid}")).otherwise(v)
+            return v
 
         # `rule_suspects`' records are counted in the same pass (one scan of the events for both)
         S, s_classes, s_pids = _suspect_records(data) if per_record_rules(data) else (None, {}, {})
+        both = R if not s_classes else R.withColumn("part", F.lit(0)).unionByName(
+            _to_count(S, s_pids).withColumn("part", F.lit(1)), allowMissingColumns=True)
+        C = class_counts(data, both, {**classes, **s_classes}, sized=tuple(classes)).localCheckpoint(eager=False)
+        data.cached.append(C)
         if s_classes:
-            both = R.withColumn("part", F.lit(0)).unionByName(_to_count(S, s_pids).withColumn("part", F.lit(1)),
-                                                             allowMissingColumns=True)
-            C = class_counts(data, both, {**classes, **s_classes}, sized=tuple(classes)).localCheckpoint(eager=False)
-            data.cached.append(C)
-            data.suspect_counts = C.filter(F.col("part") == 1).select(
-                *S.columns, *[f"n_{n}" for n in s_classes])
+            data.suspect_counts = C.filter(F.col("part") == 1).select(*S.columns, *[f"n_{n}" for n in s_classes])
             C = C.filter(F.col("part") == 0)
-        else:
-            C = class_counts(data, R, classes, sized=tuple(classes)).localCheckpoint(eager=False)
-            data.cached.append(C)
         C = C.select(*R.columns, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
                      *[per(a, "b").alias(f"b_{a}") for a in RUN_ACTIONS])
         keys = [c for c in R.columns if c not in ("b", "start", "end")]
@@ -592,23 +587,19 @@ def run_counts(data: AuditData) -> Any:
 TIMELINE_SLICES = 120
 
 
-def _span_offsets(data: AuditData) -> Any:
-    """Per row: the offset of its binlog file (`file`) in the span of all files, in file order (null: not one of
-    them)."""
+def _span(data: AuditData) -> tuple[Any, int]:
+    """The binlog files laid end to end in file order: per row, the offset of its file (`file`; null: not one of
+    them), and the span's total bytes."""
     base: dict[str, int] = {}
     acc = 0
     for f in data.files:
         base[f] = acc
         acc += data.file_stats.get(f, {}).get("end", 4)
-    return literal_map(base, "STRING", "BIGINT")[_F().col("file")]
-
-
-def _span_total(data: AuditData) -> int:
-    return max(sum(data.file_stats.get(f, {}).get("end", 4) for f in data.files), 1)
+    return literal_map(base, "STRING", "BIGINT")[_F().col("file")], max(acc, 1)
 
 
 def _slice_of(F: Any, at: Any, total: int) -> Any:
-    """The timeline slice of a position in the span (`_span_offsets` + position in its file)."""
+    """The timeline slice of a position in the span (`_span`'s offset + position in its file)."""
     return F.least(F.lit(TIMELINE_SLICES - 1), (at * TIMELINE_SLICES / total).cast("int"))
 
 
@@ -1406,20 +1397,12 @@ def check_relay(data: AuditData) -> tuple[list[tuple], dict[str, dict[str, Any]]
 # ---- check 10: ledger integrity ------------------------------------------------------------------------------------
 
 
-def check_ledger(data: AuditData, totals: list[Any], explained: frozenset[int] = frozenset()) -> list[tuple]:
-    """Check 10: `ledger_seqs`' findings, then `check_close_events`' (connections with lost records and those in
-    `explained` skipped)."""
-    out, lost = ledger_seqs(data)
-    return out + check_close_events(data, totals, lost | explained)
-
-
 def ledger_seqs(data: AuditData) -> tuple[list[tuple], frozenset[int]]:
     """Check 10's test of the records as written (`data.raw_ledger`): (findings, the connections with lost
     records). An unparsable line is named by the seq and connection its text still shows (and that seq is not also
     reported missing); a torn last line (the length binlogd's startup reports) is a warning. A run of missing seqs
     names its connection only when the records on both sides are that connection's (a lost close record is not
-    charged to the next dump). It reads nothing the policy runs' expansion makes: the audit runs it beside that
-    step."""
+    charged to the next dump). It reads nothing the policy-run step makes: the audit runs it beside that step."""
     from pyspark.sql import Window
 
     F = _F()
@@ -1570,17 +1553,17 @@ def timeline(data: AuditData) -> dict[int, list[dict[str, int]]]:
     piece's share of its events by bytes less those (runs are long: an even share would overweight the partial
     pieces at their two ends)."""
     F = _F()
-    n, total = TIMELINE_SLICES, _span_total(data)
+    offs, total = _span(data)
+    n = TIMELINE_SLICES
     R = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED)
                             & F.col("file").isin(data.files) & ~F.coalesce(F.col("run_ok"), F.lit(False)))
          .select("conn", "file", "start", "end", "count", _action_kind(F).alias("action")))
-    offs = _span_offsets(data)
     b0, b1 = _slice_of(F, offs + F.col("start"), total), _slice_of(F, offs + F.col("end") - 1, total)
     S = (R.withColumn("b0", b0).withColumn("b1", F.greatest(b0, b1))
          .withColumn("b", F.explode(F.sequence("b0", "b1")))
          .select("conn", "b", "action", (F.col("count") / (F.col("b1") - F.col("b0") + 1)).alias("share")))
     if data.run_counts:
-        run_counts(data)
+        run_counts(data)  # makes `data.run_slices`
         n_all = F.col("n_hole") + F.col("n_dummy") + F.col("n_begin")
         part = (F.col("end") - F.col("start")) / (F.col("r_end") - F.col("r_start"))
         sent = F.greatest(F.lit(0.0), F.col("count") * part - n_all)
