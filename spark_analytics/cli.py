@@ -141,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 spark = starting.result()
             except Exception as e:  # Java missing, a bad master URL ...: a clear message, exit 2
+                if isinstance(inputs, Inputs):
+                    inputs.remove_staged()  # run_audit removes them otherwise
                 print(f"binlogd-audit: could not start Spark ({args.master or 'local[*]'}): {e}", file=sys.stderr)
                 return 2
             cancel_on_interrupt(spark)
