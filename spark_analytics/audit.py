@@ -22,7 +22,16 @@ from .binlog_source import (
     register,
 )
 from .binlog_stage import Staged, read_staged, stage_events
-from .ledger import LedgerError, LedgerFiles, ledger_files, read_ledger, stage_ledger, staged_rows, staged_seqs_distinct
+from .ledger import (
+    LedgerError,
+    LedgerFiles,
+    ledger_files,
+    read_ledger,
+    seqs_distinct,
+    stage_ledger,
+    strict_tables,
+)
+from .record_probes import Probes, event_tables_of, event_tables_of_staged, probe_ledger
 from .session import SMALL_INPUT_BYTES, start_python_workers
 
 # actions as summary.json counts them: `skipped` = holes of a GTID connect (groups the replica already has)
@@ -65,6 +74,7 @@ class Inputs:
     staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
     ledger_rows: int | None = None  # the staged ledger's records (its Parquet footers); None: counted by Spark
     ledger_seqs_distinct: bool = False  # every staged record has its own seq (`ledger.staged_seqs_distinct`)
+    probes: Probes | None = None  # the staged ledger's `record_probes` columns; None: Spark finds them
 
     def remove_staged(self) -> None:
         """Remove the staged Parquet directories (the audit's end, or a master whose executors cannot read them)."""
@@ -74,6 +84,7 @@ class Inputs:
         if self.staged_ledger is not None:
             shutil.rmtree(self.staged_ledger, ignore_errors=True)
             self.staged_ledger = None
+            self.probes = None
 
 
 def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
@@ -81,7 +92,8 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
     """A binlog directory of at most `driver_bytes` is decoded in the driver; a larger one (`stage`) by worker
     processes into a temporary Parquet directory (`binlog_stage`, removed by `run_audit`), which Spark's executors
     must be able to read: local masters. `stage` False: the data source reads it (a cluster). With `stage`, the
-    ledger too when pyarrow parses it strictly (`ledger.stage_ledger`)."""
+    ledger too when pyarrow parses it strictly (`ledger.stage_ledger`), with each record's place among the events
+    (`record_probes`) when the events were decoded or staged here."""
     binlog_dir = Path(binlog_dir).resolve()
     try:
         files = list_files(binlog_dir)
@@ -94,17 +106,26 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
         except BinlogSourceError as e:
             raise AuditError(f"relay logs of replica {name}: {e}") from e
     inputs = Inputs(binlog_dir, files, lf, dict(relay_dirs or {}))
-    if sum(f.stat().st_size for f in files) <= driver_bytes:
-        inputs.events = decode_in_driver(binlog_dir, statements=False).drop_columns(["db", "statement"])
-        inputs.stats = arrow_file_stats(inputs.events)
-        inputs.types = arrow_event_types(inputs.events)
-    elif stage and files:
-        inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")))
-    if stage:
-        inputs.staged_ledger = stage_ledger(lf)
-        if inputs.staged_ledger is not None:
-            inputs.ledger_rows = staged_rows(inputs.staged_ledger)
-            inputs.ledger_seqs_distinct = staged_seqs_distinct(inputs.staged_ledger)
+    # the ledger is parsed (pyarrow: mostly without the GIL) while the events are decoded or staged
+    with ThreadPoolExecutor(1, thread_name_prefix="audit-ledger") as pool:
+        parsing = pool.submit(strict_tables, lf) if stage else None
+        if sum(f.stat().st_size for f in files) <= driver_bytes:
+            inputs.events = decode_in_driver(binlog_dir, statements=False).drop_columns(["db", "statement"])
+            inputs.stats = arrow_file_stats(inputs.events)
+            inputs.types = arrow_event_types(inputs.events)
+        elif stage and files:
+            inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")))
+        tables = parsing.result() if parsing is not None else None
+    if tables is not None:
+        events = (event_tables_of(inputs.events) if inputs.events is not None else
+                  event_tables_of_staged(inputs.staged.parts) if inputs.staged is not None else None)
+        if events is not None:
+            stats = inputs.stats if inputs.stats is not None else inputs.staged.stats  # type: ignore[union-attr]
+            tables, inputs.probes = probe_ledger(tables, [f.name for f in files], events, stats,
+                                                 checks.TIMELINE_SLICES)
+        inputs.staged_ledger = stage_ledger(lf, tables=tables)
+        inputs.ledger_rows = sum(t.num_rows for t in tables)
+        inputs.ledger_seqs_distinct = seqs_distinct([t.column("seq") for t in tables])
     return inputs
 
 
@@ -187,12 +208,14 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     # 76.8; the second thread's jobs took slots from the main thread's)
     with ThreadPoolExecutor(1, thread_name_prefix="audit-beside") if small else InlineExecutor() as beside:
         loading = beside.submit(load_events)
-        L = read_ledger(spark, lf, inputs.staged_ledger)
+        probes = inputs.probes if inputs.staged_ledger is not None else None
+        L = read_ledger(spark, lf, inputs.staged_ledger, probes.ddl() if probes is not None else "")
         progress("ledger")
         data = checks.AuditData(spark=spark, events=None, ledger=L, files=names, file_stats={},
                                 binlog_dir=binlog_dir, torn=lf.torn, relays=relays,
                                 strict_ledger=inputs.staged_ledger is not None,
-                                seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct)
+                                seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct,
+                                probes=probes)
         checks.drop_repeated_records(data)
         conn_findings = checks.load_connections(data)  # reads the ledger only
         progress("connections")

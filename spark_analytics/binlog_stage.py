@@ -43,6 +43,7 @@ class Staged:
     path: Path
     stats: dict[str, dict[str, int]]  # file -> {"events", "end", "bytes"}
     types: frozenset[int]
+    parts: dict[str, list[Path]] = dataclasses.field(default_factory=dict)  # binlog file -> its Parquet files, in order
 
 
 def _staged_schema() -> Any:
@@ -101,7 +102,10 @@ def stage_events(files: Sequence[Path], out_dir: Path, processes: int | None = N
         s["end"] = max(s["end"], end)
         s["bytes"] += size
         types.update(ts)
-    return Staged(out_dir, stats, frozenset(types))
+    parts: dict[str, list[Path]] = {}
+    for sp, out in jobs:
+        parts.setdefault(Path(sp.path).name, []).append(Path(out))
+    return Staged(out_dir, stats, frozenset(types), parts)
 
 
 def _in_processes(shares: list[list[tuple[Split, str]]]) -> list[tuple[str, int, int, int, list[int]]]:

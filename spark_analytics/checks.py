@@ -105,12 +105,16 @@ class AuditData:
     event_types: frozenset[int] | None = None  # the event types the binlog holds (None: not known, any of 256)
     # policy-run records (`sent`, `policy` > 0) per connection, counted by `load_connections`' job
     run_counts: dict[int | None, int] = field(default_factory=dict)
+    filtered_records: int | None = None  # the FILTERED ev records (`load_connections`); None: not counted
     strict_ledger: bool = False  # the ledger was parsed strictly (staged): no `_corrupt_record` can be set
     seqs_distinct: bool = False  # every record has its own seq (staged ledger): no line repeated byte for byte
     runs: Any = None  # `run_counts`: the policy runs with the events their type rules filtered, per action
     run_slices: Any = None  # the same per run and timeline slice (`run_counts`)
     # `rule_suspects`' records with their class counts, counted in `run_counts`' job (None: counted by itself)
     suspect_counts: Any = None
+    # the ledger's BOUNDS and per-key counts, found before Spark ran (`record_probes`); None: `_with_bounds` and
+    # `class_counts`' sorted pass find them
+    probes: Any = None
 
 
 def _F() -> Any:
@@ -160,15 +164,18 @@ def load_connections(data: AuditData) -> list[tuple]:
     # and `runs`: its policy runs, which `verify_policy_runs` needs to know before it plans)
     last = F.max_by(F.struct("file", "end"), F.when(F.col("action").isin("sent", *FILTERED), F.col("seq")))
     recs = L.filter(F.col("r").isin("conn", "close")).select(F.struct(*L.columns).alias("rec"))
-    evs = L.filter(F.col("r") == "ev").groupBy("conn").agg(last.alias("last"),
-                                                            F.count(F.when(_is_run(F), 1)).alias("runs"))
+    evs = L.filter(F.col("r") == "ev").groupBy("conn").agg(
+        last.alias("last"), F.count(F.when(_is_run(F), 1)).alias("runs"),
+        F.count(F.when(F.col("action").isin(*FILTERED), 1)).alias("filtered"))
     both = recs.select("rec", F.lit(None).cast(evs.schema["conn"].dataType).alias("ev_conn"),
                        F.lit(None).cast(evs.schema["last"].dataType).alias("last"),
-                       F.lit(None).cast("bigint").alias("runs")).unionByName(
+                       F.lit(None).cast("bigint").alias("runs"), F.lit(None).cast("bigint").alias("filtered")
+                       ).unionByName(
         evs.select(F.lit(None).cast(recs.schema["rec"].dataType).alias("rec"), F.col("conn").alias("ev_conn"),
-                   "last", "runs")).collect()
+                   "last", "runs", "filtered")).collect()
     per_conn = [r for r in both if r.rec is None]
     data.run_counts = {r.ev_conn: int(r.runs) for r in per_conn if r.runs}
+    data.filtered_records = sum(int(r.filtered) for r in per_conn)
     # sorted here as orderBy("seq") would (nulls first), not by Spark: its sort is a sampling job and a shuffle
     rows = sorted((r.rec for r in both if r.rec is not None), key=lambda r: (r.seq is not None, r.seq or 0))
     conn_rows = [r for r in rows if r.r == "conn"]
@@ -250,6 +257,8 @@ def _sql_literal(v: Any, t: Any) -> str:
     if isinstance(t, StructType):
         return "named_struct(" + ", ".join(f"'{f.name}', {_sql_literal(x, f.dataType)}"
                                            for x, f in zip(v, t.fields, strict=True)) + ")"
+    if isinstance(t, ArrayType) and v and all(type(x) is int for x in v):  # no CAST per element: a long array's
+        return f"CAST(array({', '.join(map(str, v))}) AS {t.simpleString()})"  # analysis was most of its cost
     if isinstance(t, ArrayType):
         return f"CAST(array({', '.join(_sql_literal(x, t.elementType) for x in v)}) AS {t.simpleString()})"
     if v is None:
@@ -456,13 +465,28 @@ def _withheld_events(data: AuditData) -> Any:
          .select("seq", "conn", "file", F.col("start").alias("rec_start"), F.col("end").alias("rec_end"), "count",
                  F.col("length").alias("rec_length"), "sent_length", "action", "why", F.col("type").alias("r_type"),
                  F.col("flags").alias("r_flags"), "s_ord", "e_ord"))
-    E = data.events
+    E = data.events.select("file", "ordinal", "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx")
     most = max((st.get("events", 0) for st in data.file_stats.values()), default=0)  # a tampered count stays bounded
-    last = F.coalesce(F.col("e_ord"), F.col("s_ord") + F.least(F.greatest(F.col("count"), F.lit(1)), F.lit(most)) - 1)
-    X = (R.withColumn("ordinal", F.explode(F.sequence(F.col("s_ord"), F.greatest(F.col("s_ord"), last))))
-         .drop("s_ord", "e_ord"))
-    return X.join(E.select("file", "ordinal", "start", "end", "length", "type", "flags", "log_pos", "crc_ok", "trx"),
-                  ["file", "ordinal"])
+    last = F.greatest(F.col("s_ord"), F.coalesce(
+        F.col("e_ord"), F.col("s_ord") + F.least(F.greatest(F.col("count"), F.lit(1)), F.lit(most)) - 1))
+    if data.filtered_records is not None and 0 < data.filtered_records <= BROADCAST_RECORDS:
+        # The records broadcast, keyed by the buckets of WITHHELD_BUCKET ordinals they touch, and the events
+        # scanned once, each looking up its bucket: no shuffle and sort of every event (the sort-merge join's
+        # two thirds of check 3's time at 10 M events)
+        RB = R.withColumn("last", last).withColumn("bk", F.explode(F.sequence(
+            F.expr(f"s_ord div {WITHHELD_BUCKET}"), F.expr(f"last div {WITHHELD_BUCKET}"))))
+        J = (E.withColumn("bk", F.expr(f"ordinal div {WITHHELD_BUCKET}")).join(F.broadcast(RB), ["file", "bk"])
+             .filter(F.col("ordinal").between(F.col("s_ord"), F.col("last"))))
+        rec = [c for c in R.columns if c not in ("file", "s_ord", "e_ord")]
+        return J.select("file", "ordinal", *rec, *[c for c in E.columns if c not in ("file", "ordinal")])
+    X = (R.withColumn("ordinal", F.explode(F.sequence(F.col("s_ord"), last))).drop("s_ord", "e_ord"))
+    return X.join(E, ["file", "ordinal"])
+
+
+# `withheld_events` broadcasts the filtered records (not their events) up to this many, each keyed by the buckets of
+# this many ordinals it touches; above, their events are joined with the binlog's by a sort-merge join
+BROADCAST_RECORDS = 1 << 20
+WITHHELD_BUCKET = 64
 
 
 # ---- policy runs: `sent` records with `policy` > 0, checked from counts at their two ends ----------------------
@@ -507,16 +531,19 @@ def verify_policy_runs(data: AuditData) -> list[tuple]:
     F = _F()
     if data.raw_ledger is None:
         data.raw_ledger = data.ledger
-    L = _with_bounds(data, data.ledger)
+    L = data.ledger if data.probes is not None else _with_bounds(data, data.ledger)
     ok = (F.col("s_ord").isNotNull() & F.col("e_ord").isNotNull()
           & (F.col("count") == F.col("e_ord") - F.col("s_ord") + 1) & (F.col("length") == F.col("end") - F.col("start"))
           & ((F.col("count") != 1) | F.col("type").isNull()
              | ((F.col("type") == F.col("e_type")) & (F.col("flags") == F.col("e_flags")))))
     L = L.withColumn("run_ok", F.coalesce((F.col("r") == "ev") & _is_run(F) & ok, F.lit(False)))
-    # checkpointed, not only cached: every check builds on these records. Not eager: the first job that reads them
-    # fills it, where an eager checkpoint is a job of its own
-    data.ledger = L.localCheckpoint(eager=False)
-    data.cached.append(data.ledger)
+    if data.probes is not None:
+        data.ledger = L  # a scan of the staged Parquet: its readers read only their columns
+    else:
+        # checkpointed, not only cached: every check builds on these records. Not eager: the first job that reads
+        # them fills it, where an eager checkpoint is a job of its own
+        data.ledger = L.localCheckpoint(eager=False)
+        data.cached.append(data.ledger)
     if not data.run_counts:
         return []  # ledgers written before policy runs, or dumps without any (`load_connections` counted them)
     RC = run_counts(data)
@@ -541,10 +568,11 @@ def run_counts(data: AuditData) -> Any:
     if data.runs is None:
         classes = run_classes(data)
         pids = {c.conn: c.policy_id for c in data.connections}
+        probed = _probe_columns(data)
         R = (data.ledger.filter(F.col("run_ok"))
              .select("seq", "conn", "file", F.col("start").alias("r_start"), F.col("end").alias("r_end"), "count",
                      "length", "sent_length", "policy", literal_map(pids, "BIGINT", "INT")[F.col("conn")].alias("pid"),
-                     F.monotonically_increasing_id().alias("rid")))
+                     F.monotonically_increasing_id().alias("rid"), *probed))
         # the run cut at the timeline's slice boundaries: an event is in the slice its start is in
         (offs, total), n = _span(data), TIMELINE_SLICES
         b0, b1 = _slice_of(F, offs + F.col("r_start"), total), _slice_of(F, offs + F.col("r_end") - 1, total)
@@ -562,18 +590,25 @@ def run_counts(data: AuditData) -> Any:
                     v = F.when(F.col("pid") == pid, F.col(f"{prefix}_cap{action}{pid}")).otherwise(v)
             return v
 
-        # `rule_suspects`' records are counted in the same pass (one scan of the events for both)
         S, s_classes, s_pids = _suspect_records(data) if per_record_rules(data) else (None, {}, {})
-        both = R if not s_classes else R.withColumn("part", F.lit(0)).unionByName(
-            _to_count(S, s_pids).withColumn("part", F.lit(1)), allowMissingColumns=True)
-        C = class_counts(data, both, {**classes, **s_classes}, sized=tuple(classes)).localCheckpoint(eager=False)
-        data.cached.append(C)
-        if s_classes:
-            data.suspect_counts = C.filter(F.col("part") == 1).select(*S.columns, *[f"n_{n}" for n in s_classes])
-            C = C.filter(F.col("part") == 0)
-        C = C.select(*R.columns, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
+        r_cols = [c for c in R.columns if c not in probed]
+        if probed:  # each from its own columns (no scan of the events to share)
+            C = _probed_counts(data, _probes_of_pieces(data, R, classes), classes, sized=tuple(classes))
+            if s_classes:
+                data.suspect_counts = _probed_counts(data, _to_count(S, s_pids), s_classes, ())
+        else:
+            # `rule_suspects`' records are counted in the same pass (one scan of the events for both), kept for
+            # the three readers
+            both = R if not s_classes else R.withColumn("part", F.lit(0)).unionByName(
+                _to_count(S, s_pids).withColumn("part", F.lit(1)), allowMissingColumns=True)
+            C = class_counts(data, both, {**classes, **s_classes}, sized=tuple(classes)).localCheckpoint(eager=False)
+            data.cached.append(C)
+            if s_classes:
+                data.suspect_counts = C.filter(F.col("part") == 1).select(*S.columns, *[f"n_{n}" for n in s_classes])
+                C = C.filter(F.col("part") == 0)
+        C = C.select(*r_cols, *[per(a, "n").alias(f"n_{a}") for a in RUN_ACTIONS],
                      *[per(a, "b").alias(f"b_{a}") for a in RUN_ACTIONS])
-        keys = [c for c in R.columns if c not in ("b", "start", "end")]
+        keys = [c for c in r_cols if c not in ("b", "start", "end")]
         data.run_slices = C.select("conn", "file", "start", "end", "b", "r_start", "r_end", "count",
                                    *[f"n_{a}" for a in RUN_ACTIONS])
         data.runs = (C.groupBy(*keys).agg(*[F.sum(f"{p}_{a}").alias(f"{p}_{a}") for p in "nb" for a in RUN_ACTIONS])
@@ -581,6 +616,62 @@ def run_counts(data: AuditData) -> Any:
                      .localCheckpoint(eager=False))
         data.cached.append(data.runs)
     return data.runs
+
+
+def _probe_columns(data: AuditData) -> list[str]:
+    """The per-key columns `record_probes` gave the staged ledger (none without probes)."""
+    return data.probes.key_columns() if data.probes is not None else []
+
+
+def _probes_of_pieces(data: AuditData, R: Any, classes: dict[str, list[int]]) -> Any:
+    """Runs cut at the timeline's slice boundaries (`start`, `end` inside [`r_start`, `r_end`]) with each piece's
+    per-key columns of the keys of `classes` (the others dropped): at a cut, the counts before it from the
+    boundaries' probes; a piece's bytes are its run's on its first piece, none on the others (only the run's total
+    is read)."""
+    from binlogd.spark_analytics.record_probes import c0, c1, nb
+
+    F = _F()
+    probes = data.probes
+    wanted = {k for ks in classes.values() for k in ks}
+    keys = [(i, k) for i, k in enumerate(probes.keys) if k in wanted]
+    R = R.drop(*[c for i, k in enumerate(probes.keys) if k not in wanted for c in (c0(k), c1(k), nb(k))])
+    first = F.col("start") == F.col("r_start")
+    last = F.col("end") == F.col("r_end")
+    # one lookup per piece and end, in a column of its own: the map is large, and each key's column naming it
+    # would copy it into the plan (its analysis then took most of the step)
+    at = literal_map({p: [v[i] for i, _ in keys] for p, v in probes.bounds.items()}, "STRING", "array<BIGINT>")
+    none = F.lit(None).cast("array<bigint>")
+    R = R.withColumns({
+        "p_at0": F.when(first, none).otherwise(at[F.concat_ws(":", F.col("file"), F.col("start").cast("string"))]),
+        "p_at1": F.when(last, none).otherwise(at[F.concat_ws(":", F.col("file"), F.col("end").cast("string"))])})
+    cols = {}
+    for j, (_, k) in enumerate(keys):
+        cols[c0(k)] = F.when(first, F.col(c0(k))).otherwise(F.col("p_at0")[j])
+        cols[c1(k)] = F.when(last, F.col(c1(k))).otherwise(F.col("p_at1")[j])
+        cols[nb(k)] = F.when(first, F.col(nb(k))).otherwise(F.lit(0).cast("bigint"))
+    return R.withColumns(cols).drop("p_at0", "p_at1")
+
+
+def _probed_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: tuple[str, ...]) -> Any:
+    """`class_counts` from the records' per-key columns (`record_probes`): a class's events in a range are the sum
+    over its keys of the counts before the range's end less those before its start."""
+    from binlogd.spark_analytics.record_probes import c0, c1, nb
+
+    F = _F()
+    probed = set(_probe_columns(data))
+    present = {k for k in data.probes.keys if c0(k) in R.columns}  # `_probes_of_pieces` keeps only its keys
+    rec_cols = [c for c in R.columns if c != "file" and c not in probed]
+
+    def total(keys: list[int], term: Callable[[int], Any]) -> Any:
+        v = F.lit(0).cast("bigint")
+        for k in keys:
+            if k in present:
+                v = v + term(k)
+        return v
+
+    return R.select("file", *rec_cols,
+                    *[total(ks, lambda k: F.col(c1(k)) - F.col(c0(k))).alias(f"n_{n}") for n, ks in classes.items()],
+                    *[total(classes[n], lambda k: F.col(nb(k))).alias(f"b_{n}") for n in sized])
 
 
 # the timeline's slices of the audited binlog span (`timeline`, `run_counts`)
@@ -615,6 +706,8 @@ def class_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: 
     second scan of the events."""
     from pyspark.sql import Window
 
+    if data.probes is not None:
+        return _probed_counts(data, R, classes, sized)
     F = _F()
     rec_cols = [c for c in R.columns if c != "file"]
     sums = [(f"n_{n}", n, F.lit(1)) for n in classes] + [(f"b_{n}", n, F.col("length")) for n in sized]
@@ -1005,7 +1098,8 @@ def _suspect_records(data: AuditData) -> tuple[Any, dict[str, list[int]], dict[i
     F = _F()
     pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
     classes = prefix_classes(data)
-    R = with_conn(data, records(data, (*BOUNDS, "policy")),
+    probed = _probe_columns(data)
+    R = with_conn(data, records(data, (*BOUNDS, "policy", *probed)),
                   ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
     action = F.col("action")
     run = F.coalesce(F.col("policy"), F.lit(0)) > 0
@@ -1017,7 +1111,7 @@ def _suspect_records(data: AuditData) -> tuple[Any, dict[str, list[int]], dict[i
             .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
     R = R.select("conn", "seq", "file", "start", "end", "action", "policy_id", mode.alias("mode"),
                  F.coalesce(whole, F.lit(True)).alias("whole"), F.coalesce(~in_range(F), F.lit(True)).alias("out"),
-                 (F.col("e_ord") - F.col("s_ord") + 1).alias("n"))
+                 (F.col("e_ord") - F.col("s_ord") + 1).alias("n"), *probed)
     return R, classes, pids if classes else {}
 
 

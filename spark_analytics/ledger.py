@@ -108,12 +108,10 @@ def _strict_table(path: Path) -> Any:
     return table if table.num_rows == raw.count(b"\n") else None
 
 
-def stage_ledger(files: LedgerFiles, out_dir: Path | None = None) -> Path | None:
-    """The ledger as Parquet (one file per ledger file, `ledger_file` and a null `_corrupt_record` added) in
-    `out_dir` (default: a new temporary directory; the caller removes it), or None: a torn file, or a file
-    pyarrow does not parse strictly (`_strict_table`), and Spark reads the JSON."""
+def strict_tables(files: LedgerFiles) -> list[Any] | None:
+    """Every ledger file's records as pyarrow parsed them strictly (`_strict_table`; `_corrupt_record` and
+    `ledger_file` added), or None: a torn file, or a file pyarrow does not parse strictly, and Spark reads the JSON."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if files.torn or not files.files:
         return None
@@ -123,12 +121,25 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None) -> Path | None
         if t is None:
             return None
         n = t.num_rows
-        tables.append((p, t.append_column("_corrupt_record", pa.nulls(n, pa.string()))
-                       .append_column("ledger_file", pa.array([p.name] * n, pa.string()))))
+        tables.append(t.append_column("_corrupt_record", pa.nulls(n, pa.string()))
+                      .append_column("ledger_file", pa.array([p.name] * n, pa.string())))
+    return tables
+
+
+def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[Any] | None = None) -> Path | None:
+    """The ledger as Parquet (one file per ledger file: `strict_tables`, or `tables` made from them, e.g. with
+    `record_probes` columns) in `out_dir` (default: a new temporary directory; the caller removes it), or None
+    where `strict_tables` gives None: Spark reads the JSON."""
+    import pyarrow.parquet as pq
+
+    if tables is None:
+        tables = strict_tables(files)
+    if tables is None:
+        return None
     out = out_dir or Path(tempfile.mkdtemp(prefix="binlogd-audit-ledger-"))
     out.mkdir(parents=True, exist_ok=True)
     k = 0
-    for _, t in tables:
+    for t in tables:
         # several parts per file: Spark reads a small Parquet file as one task, the JSON file as 4 (local[2])
         step = max(PART_ROWS, -(-t.num_rows // PARTS_PER_FILE))
         for lo in range(0, max(t.num_rows, 1), step):
@@ -146,31 +157,40 @@ def staged_rows(staged: Path) -> int:
 
 
 def staged_seqs_distinct(staged: Path) -> bool:
-    """Whether every record of a `stage_ledger` directory has a `seq` and no two the same (its `seq` column only):
-    then no line is repeated byte for byte, and `checks.drop_repeated_records` has nothing to drop."""
-    import numpy as np
-    import pyarrow as pa
+    """Whether every record of a `stage_ledger` directory has a `seq` and no two the same (`seqs_distinct` of its
+    `seq` column)."""
     import pyarrow.parquet as pq
 
-    cols = [pq.read_table(p, columns=["seq"]).column("seq") for p in sorted(staged.glob("part-*.parquet"))]
-    if not cols:
+    parts = sorted(staged.glob("part-*.parquet"))
+    return seqs_distinct([pq.read_table(p, columns=["seq"]).column("seq") for p in parts])
+
+
+def seqs_distinct(columns: list[Any]) -> bool:
+    """Whether the `seq` columns (pyarrow) of every record have no null and no two the same: then no line is
+    repeated byte for byte, and `checks.drop_repeated_records` has nothing to drop."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not columns:
         return True
-    seq = pa.chunked_array([c for col in cols for c in col.chunks], pa.int64())
+    seq = pa.chunked_array([c for col in columns for c in col.chunks], pa.int64())
     if seq.null_count:
         return False
     values = seq.to_numpy()
     return len(np.unique(values)) == len(values)
 
 
-def read_ledger(spark: Any, files: LedgerFiles, staged: Path | None = None) -> Any:
+def read_ledger(spark: Any, files: LedgerFiles, staged: Path | None = None, extra_ddl: str = "") -> Any:
     """All records as one DataFrame (schema above + `ledger_file`), cached: Spark needs that to query
     `_corrupt_record` on its own. `staged`: `stage_ledger`'s directory of the same files, read instead and not
     cached (its few readers scan the Parquet columns they need; the checks read the deduplicated copy, cached by
-    `checks.drop_repeated_records`: building a cache of every column twice cost the connection step's job)."""
+    `checks.drop_repeated_records`: building a cache of every column twice cost the connection step's job);
+    `extra_ddl`: the columns `record_probes` added to it."""
     from pyspark.sql import functions as F
 
     if staged is not None:
-        return spark.read.schema(f"{SCHEMA_DDL}, ledger_file STRING").parquet(str(staged))
+        return spark.read.schema(f"{SCHEMA_DDL}, ledger_file STRING{', ' + extra_ddl if extra_ddl else ''}").parquet(
+            str(staged))
     df = (spark.read.schema(SCHEMA_DDL)
           .option("mode", "PERMISSIVE")
           .option("columnNameOfCorruptRecord", "_corrupt_record")

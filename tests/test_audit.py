@@ -566,7 +566,8 @@ def test_staged_events_give_the_rows_and_the_audit_of_the_other_paths(spark, ora
                                                                       tmp_path: Path) -> None:
     """A binlog directory staged as Parquet by worker processes (`binlog_stage`, the path above the driver-decode
     threshold) gives exactly the data source's rows (two files, each cut in several splits), its per-file stats
-    and types, and an audit with findings gives the same summary and findings as the driver-decoded path."""
+    and types, and an audit with findings gives the same summary and findings as the driver-decoded path and as
+    Spark finding the records' bounds and class counts itself (no staged ledger: no `record_probes`)."""
     import pyarrow as pa
     from binlogd.spark_analytics.audit import prepare_inputs, run_audit
     from binlogd.spark_analytics.binlog_source import arrow_event_types, arrow_file_stats, decode_in_driver, list_files
@@ -592,18 +593,22 @@ def test_staged_events_give_the_rows_and_the_audit_of_the_other_paths(spark, ora
     _save(lf, recs)
     relays = {str(REPLICA_SID): sc.relay_dir}
     results = []
-    for driver_bytes in (1 << 30, 0):
-        inputs = prepare_inputs(sc.binlog_dir, ledger, relays, driver_bytes=driver_bytes)
-        assert (inputs.staged is None) == (driver_bytes > 0)
+    # driver-decoded, staged (both with the records' probes found by numpy: `record_probes`), and read by the data
+    # source with Spark's JSON ledger (bounds and class counts found by Spark)
+    for driver_bytes, stage in ((1 << 30, True), (0, True), (0, False)):
+        inputs = prepare_inputs(sc.binlog_dir, ledger, relays, driver_bytes=driver_bytes, stage=stage)
+        assert (inputs.staged is None) == (driver_bytes > 0 or not stage)
+        assert (inputs.probes is not None) == stage
         r = run_audit(spark, sc.binlog_dir, ledger, relays, inputs=inputs)
         assert inputs.staged is None or not inputs.staged.path.exists()  # the staged files removed
         results.append(r)
-    (a, b) = results
+    a = results[0]
     timing = ("generated_at", "seconds", "step_seconds")
-    assert {k: v for k, v in a.summary.items() if k not in timing} == {
-        k: v for k, v in b.summary.items() if k not in timing}
-    assert a.findings == b.findings and len(a.findings) >= 2 and not a.consistent
-    assert a.timeline == b.timeline
+    for b in results[1:]:
+        assert {k: v for k, v in a.summary.items() if k not in timing} == {
+            k: v for k, v in b.summary.items() if k not in timing}
+        assert a.findings == b.findings and len(a.findings) >= 2 and not a.consistent
+        assert a.timeline == b.timeline
 
 
 

@@ -369,20 +369,24 @@ def test_untouched_run_is_consistent_and_gtid_skips_are_not_withheld(spark, sc: 
 
 def test_class_counts_do_not_depend_on_the_chunking(spark, sc: Scenario, tmp_path: Path, suspects: list[dict],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """The prefix counts (`checks.class_counts`: the policy runs' holes, dummies and BEGINs, `rule_suspects`'
-    classes) run per chunk of a file plus the chunks before it: with chunks of 512 bytes (dozens per file, records
-    and groups across their edges) every count, total and timeline slice is the default's."""
+    """The prefix counts Spark computes when the records were not probed before it (`checks.class_counts`: the
+    policy runs' holes, dummies and BEGINs, `rule_suspects`' classes) run per chunk of a file plus the chunks before
+    it: with chunks of 512 bytes (dozens per file, records and groups across their edges) every count, total and
+    timeline slice is the default's, and the numpy probes' (`record_probes`, the CLI's path)."""
+    from binlogd.spark_analytics import audit as audit_module
     from binlogd.spark_analytics import checks
 
-    rc, whole = audit(spark, sc, tmp_path / "whole")
+    rc, probed = audit(spark, sc, tmp_path / "probed")
+    monkeypatch.setattr(audit_module, "probe_ledger", lambda tables, *a: (tables, None))
+    rc1, whole = audit(spark, sc, tmp_path / "whole")
     monkeypatch.setattr(checks, "PREFIX_CHUNK", 512)
     rc2, chunked = audit(spark, sc, tmp_path / "chunked")
-    assert rc == rc2 == 0
-    for s in (whole, chunked):
+    assert rc == rc1 == rc2 == 0
+    for s in (probed, whole, chunked):
         for k in ("generated_at", "seconds", "step_seconds"):
             s.pop(k)
-    assert chunked == whole
-    assert suspects == [{}, {}]
+    assert chunked == whole == probed
+    assert suspects == [{}, {}, {}]
     assert sum(c["actions"]["hole"] + c["actions"]["dummy"] + c["actions"]["begin"] for c in whole["connections"]) > 0
 
 

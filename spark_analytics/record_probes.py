@@ -1,0 +1,250 @@
+"""Each ledger record's place among the binlog's events, found with numpy while the JVM starts.
+
+The checks read, for every `sent`/filtered ev record, the events at its two ends (`checks.BOUNDS`: the ordinal,
+type and flags of the event starting at its start, the ordinal of the one ending at its end) and, per event class
+of the connections' rules, how many events of the class lie in its range and their bytes. In Spark that was a probe
+of the events by both ends and a sort of every event of the classes among the records' ends (`checks.class_counts`):
+at 10 M events half of the audit's time. Here, for a binlog decoded in the driver or staged as Parquet
+(`binlog_stage`) and a ledger pyarrow parses strictly (`ledger.stage_ledger`), each binlog file's events are read
+once as arrays and every record end is found by binary search: the staged ledger gets BOUNDS and, per rule key
+present in the binlog (`key = type * 4 + flagged * 2 + standalone`, `checks._rule_key`), the events of that key
+before its start and before its end and their bytes in its range. A class's count is then a sum over its keys, in
+Spark, per record: no join, no sort. The classes are not known yet (they depend on the connections' policies), the
+keys are. The same prefix counts at the timeline's slice boundaries (`bounds`) let a run cut at those boundaries be
+counted per piece.
+
+"Before p" is "starts before p", as the sorted pass counts: a record [start, end) holds the events starting in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# the ev records that get probes: those `checks.records` reads
+PROBED_ACTIONS = ("sent", "hole", "dummy", "begin", "renamed")
+# the BOUNDS columns with their Arrow and Spark types (the events' `ordinal`, `type`, `flags`)
+BOUND_TYPES = (("s_ord", "int64", "BIGINT"), ("e_type", "int32", "INT"), ("e_flags", "int32", "INT"),
+               ("e_ord", "int64", "BIGINT"))
+_EVENT_COLUMNS = ["start", "end", "ordinal", "type", "flags", "length", "gtid_standalone"]
+
+
+def c0(key: int) -> str:
+    """Column: the events of rule key `key` starting before the record's start (in its file)."""
+    return f"k{key}_c0"
+
+
+def c1(key: int) -> str:
+    """Column: the events of rule key `key` starting before the record's end."""
+    return f"k{key}_c1"
+
+
+def nb(key: int) -> str:
+    """Column: the bytes of the events of rule key `key` in the record's range."""
+    return f"k{key}_b"
+
+
+@dataclass
+class Probes:
+    """What `probe_ledger` added: the rule keys present in the binlog (each with its three columns on the staged
+    ledger) and, at each timeline slice boundary inside a file ("file:pos"), the events per key starting before it
+    (the keys' order)."""
+
+    keys: list[int]
+    bounds: dict[str, list[int]] = field(default_factory=dict)
+
+    def ddl(self) -> str:
+        """The added columns as Spark DDL (after the ledger's own)."""
+        cols = [f"{n} {t}" for n, _, t in BOUND_TYPES]
+        cols += [f"{f(k)} BIGINT" for k in self.keys for f in (c0, c1, nb)]
+        return ", ".join(cols)
+
+    def columns(self) -> list[str]:
+        return [n for n, _, _ in BOUND_TYPES] + [f(k) for k in self.keys for f in (c0, c1, nb)]
+
+    def key_columns(self) -> list[str]:
+        return [f(k) for k in self.keys for f in (c0, c1, nb)]
+
+
+class _FileEvents:
+    """One binlog file's events as sorted arrays, and per rule key the starts and the running bytes of its events."""
+
+    def __init__(self, t: Any) -> None:
+        import numpy as np
+
+        self.start = t.column("start").to_numpy()
+        order = None if len(self.start) < 2 or bool(np.all(self.start[1:] > self.start[:-1])) else \
+            np.argsort(self.start, kind="stable")
+
+        def col(name: str, fill: Any = 0) -> Any:
+            a = t.column(name).fill_null(fill).to_numpy() if t.column(name).null_count else t.column(name).to_numpy()
+            return a if order is None else a[order]
+
+        if order is not None:
+            self.start = self.start[order]
+        self.end, self.ordinal = col("end"), col("ordinal")
+        self.type, self.flags = col("type"), col("flags")
+        length = col("length").astype(np.int64)
+        standalone = col("gtid_standalone", False).astype(np.int64)
+        key = self.type.astype(np.int64) * 4 + ((self.flags & 0x8000) != 0).astype(np.int64) * 2 + standalone
+        self.by_key: dict[int, tuple[Any, Any]] = {}
+        for k in np.unique(key):
+            m = key == k
+            self.by_key[int(k)] = (self.start[m], np.concatenate(([0], np.cumsum(length[m]))))
+
+
+def _count_before(fe: _FileEvents | None, key: int, pos: Any) -> tuple[Any, Any]:
+    """(events of `key` starting before each of `pos`, their running bytes there)."""
+    import numpy as np
+
+    if fe is None or key not in fe.by_key:
+        z = np.zeros(len(pos), np.int64)
+        return z, z
+    starts, cum = fe.by_key[key]
+    n = np.searchsorted(starts, pos, side="left")
+    return n.astype(np.int64), cum[n]
+
+
+def _probe_file(fe: _FileEvents | None, keys: Sequence[int], s: Any, e: Any) -> dict[str, Any]:
+    """BOUNDS and the per-key columns of records [s, e) of one file (numpy arrays; BOUNDS masked where the end is
+    not an event boundary)."""
+    import numpy as np
+    import numpy.ma as ma
+
+    out: dict[str, Any] = {}
+    if fe is None or not len(fe.start):
+        for n, _, _ in BOUND_TYPES:
+            out[n] = ma.masked_all(len(s), np.int64)
+    else:
+        i = np.minimum(np.searchsorted(fe.start, s), len(fe.start) - 1)
+        miss = fe.start[i] != s
+        out["s_ord"] = ma.array(fe.ordinal[i], mask=miss)
+        out["e_type"] = ma.array(fe.type[i], mask=miss)
+        out["e_flags"] = ma.array(fe.flags[i], mask=miss)
+        j = np.minimum(np.searchsorted(fe.end, e), len(fe.end) - 1)
+        out["e_ord"] = ma.array(fe.ordinal[j], mask=fe.end[j] != e)
+    for k in keys:
+        n0, b0 = _count_before(fe, k, s)
+        n1, b1 = _count_before(fe, k, e)
+        out[c0(k)], out[c1(k)], out[nb(k)] = n0, n1, b1 - b0
+    return out
+
+
+def event_tables_of_staged(parts: dict[str, list[Path]]) -> Any:
+    """An iterator of (file name, its events as an Arrow table) over `binlog_stage`'s Parquet parts (file order)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name, paths in parts.items():
+        yield name, pa.concat_tables([pq.read_table(p, columns=_EVENT_COLUMNS) for p in paths])
+
+
+def event_tables_of(events: Any) -> Any:
+    """An iterator of (file name, its events) over a driver-decoded Arrow table of every file's events."""
+    import pyarrow.compute as pc
+
+    for name in pc.unique(events.column("file")).to_pylist():
+        yield name, events.filter(pc.equal(events.column("file"), name)).select(_EVENT_COLUMNS)
+
+
+def slice_bounds(files: Sequence[str], stats: dict[str, dict[str, int]], slices: int) -> dict[str, list[int]]:
+    """Per file, the positions inside it (0 < pos <= its end) where a timeline slice begins: as `checks._span` and
+    `checks.run_counts` lay the files end to end (slice b begins at ceil(b * total / slices))."""
+    base, acc = {}, 0
+    for f in files:
+        base[f] = acc
+        acc += stats.get(f, {}).get("end", 4)
+    total = max(acc, 1)
+    out: dict[str, list[int]] = {}
+    for f in files:
+        end = stats.get(f, {}).get("end", 4)
+        cuts = ((b * total + slices - 1) // slices - base[f] for b in range(slices + 1))
+        out[f] = sorted({p for p in cuts if 0 < p <= end})
+    return out
+
+
+def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, stats: dict[str, dict[str, int]],
+                 slices: int) -> tuple[list[Any], Probes]:
+    """The ledger's tables (`ledger.strict_tables`) with BOUNDS and the per-key columns added (null on records that
+    are not probed ev records), and the Probes: per file of `event_tables` ((name, events) pairs, each file once)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted = pa.array(PROBED_ACTIONS)
+    rec = []  # per table: the probed rows' indexes, files, starts and ends
+    for t in tables:
+        m = pc.and_(pc.equal(t.column("r"), "ev"), pc.is_in(t.column("action"), wanted)).fill_null(False)
+        m = pc.and_(m, pc.and_(pc.is_valid(t.column("start")), pc.is_valid(t.column("end"))))
+        m = pc.and_(m, pc.is_valid(t.column("file")))
+        idx = np.flatnonzero(m.to_numpy(zero_copy_only=False))
+        rec.append((idx, t.column("file").take(idx).to_numpy(zero_copy_only=False),
+                    t.column("start").take(idx).to_numpy(), t.column("end").take(idx).to_numpy()))
+    # one file's events in memory at a time (at 10 M events all of them as arrays took ~0.5 GB); a key first seen
+    # in a later file has no event before it: its columns start as zeros
+    cols_all: list[dict[str, Any]] = []
+    for idx, _, _, _ in rec:
+        cols: dict[str, Any] = {}
+        for nm, _, _ in BOUND_TYPES:
+            cols[nm] = np.ma.masked_all(len(idx), np.int64)
+        cols_all.append(cols)
+    keys: set[int] = set()
+    cuts = slice_bounds(files, stats, slices)
+    bounds_of: dict[str, dict[int, Any]] = {}  # file -> key -> events of the key before each of its cuts
+
+    def one_file(name: str, et: Any) -> tuple[str, list[int], list[tuple[Any, dict[str, Any]]], dict[int, Any]]:
+        fe = _FileEvents(et)
+        got = []
+        for _, fnames, s, e in rec:
+            sel = np.flatnonzero(fnames == name)
+            got.append((sel, _probe_file(fe, sorted(fe.by_key), s[sel], e[sel]) if len(sel) else {}))
+        p = np.array(cuts.get(name, []), np.int64)
+        return name, sorted(fe.by_key), got, {k: _count_before(fe, k, p)[0] for k in fe.by_key}
+
+    def merge(name: str, file_keys: list[int], got: list[tuple[Any, dict[str, Any]]], at_cuts: dict[int, Any]
+              ) -> None:
+        for k in file_keys:
+            if k not in keys:
+                keys.add(k)
+                for (idx, _, _, _), cols in zip(rec, cols_all, strict=True):
+                    for nm in (c0(k), c1(k), nb(k)):
+                        cols[nm] = np.zeros(len(idx), np.int64)
+        for (sel, values), cols in zip(got, cols_all, strict=True):
+            for nm, v in values.items():
+                cols[nm][sel] = v
+        bounds_of[name] = at_cuts
+
+    # two files at a time in threads (numpy and pyarrow release the GIL for most of it), at most two in memory
+    with ThreadPoolExecutor(2, thread_name_prefix="record-probes") as pool:
+        pending: list[Future] = []
+        for name, et in event_tables:
+            pending.append(pool.submit(one_file, name, et))
+            if len(pending) >= 2:
+                merge(*pending.pop(0).result())
+        for f in pending:
+            merge(*f.result())
+    key_list = sorted(keys)
+    out = []
+    for t, (idx, _, _, _), cols in zip(tables, rec, cols_all, strict=True):
+        rows = t.num_rows
+        for nm, arrow_t, _ in BOUND_TYPES:
+            full = np.ma.masked_all(rows, np.int64)
+            full[idx] = cols[nm]
+            t = t.append_column(nm, pa.array(full.filled(0), getattr(pa, arrow_t)(),
+                                             mask=np.ma.getmaskarray(full)))
+        mask = np.ones(rows, bool)
+        mask[idx] = False
+        for nm in [cc for k in key_list for cc in (c0(k), c1(k), nb(k))]:
+            full = np.zeros(rows, np.int64)
+            full[idx] = cols[nm]
+            t = t.append_column(nm, pa.array(full, pa.int64(), mask=mask))
+        out.append(t)
+    bounds: dict[str, list[int]] = {}
+    for f, pos in cuts.items():
+        counts = bounds_of.get(f, {})
+        for i, q in enumerate(pos):
+            bounds[f"{f}:{q}"] = [int(counts[k][i]) if k in counts else 0 for k in key_list]
+    return out, Probes(key_list, bounds)
