@@ -73,7 +73,7 @@ class Inputs:
     staged: Staged | None = None  # a larger directory's events staged as Parquet (`binlog_stage`); None: neither
     staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
     ledger_rows: int | None = None  # the staged ledger's records (its Parquet footers); None: counted by Spark
-    ledger_seqs_distinct: bool = False  # every staged record has its own seq (`ledger.staged_seqs_distinct`)
+    ledger_seqs_distinct: bool = False  # every staged record has its own seq (`ledger.seqs_distinct`)
     probes: Probes | None = None  # the staged ledger's `record_probes` columns; None: Spark finds them
 
     def remove_staged(self) -> None:

@@ -140,7 +140,7 @@ def drop_repeated_records(data: AuditData) -> None:
     times"): the other checks read each record once, so a copied line is not also an overlap. `data.raw_ledger`
     keeps the records as written. Cached, not checkpointed: its lineage is short (the ledger's scan and one
     aggregate), and the cache is filled by `load_connections`' job, where a checkpoint is a job of its own. A
-    ledger whose records all have their own seq (`seqs_distinct`, known from the staged Parquet) has no repeated
+    ledger whose records all have their own seq (`seqs_distinct`, known from pyarrow's parse) has no repeated
     line: read as it is (no aggregate of every column, no cache)."""
     L = data.ledger
     if data.raw_ledger is None:
@@ -537,8 +537,10 @@ def verify_policy_runs(data: AuditData) -> list[tuple]:
           & ((F.col("count") != 1) | F.col("type").isNull()
              | ((F.col("type") == F.col("e_type")) & (F.col("flags") == F.col("e_flags")))))
     L = L.withColumn("run_ok", F.coalesce((F.col("r") == "ev") & _is_run(F) & ok, F.lit(False)))
-    if data.probes is not None:
-        data.ledger = L  # a scan of the staged Parquet: its readers read only their columns
+    if data.probes is not None and per_record_rules(data):
+        # a large ledger: a scan of the staged Parquet, its readers read only their columns (a checkpoint would
+        # hold every probe column of every record)
+        data.ledger = L
     else:
         # checkpointed, not only cached: every check builds on these records. Not eager: the first job that reads
         # them fills it, where an eager checkpoint is a job of its own
@@ -1299,13 +1301,20 @@ def _gtid_summary(rows: list[Any]) -> dict[int, dict[str, Any]]:
 EMPTY_GTIDS: dict[str, Any] = {"transactions": 0, "gtids": [], "gtids_truncated": False, "content_bytes": 0}
 
 
+# `check_atomicity`'s first filtered event: file index * 2^_AT_BITS + position (a binlog file is < 4 GiB)
+_AT_BITS = 40
+
+
 def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
     """Check 5 and check 9: per connection, the transactions withheld (filtered) and, apart, those a GTID connect
     skipped; GTIDs in numeric order (domain, server, seq), at most 100 each."""
     F = _F()
     out: list[tuple] = []
+    # the first filtered event as one long (file index, position): every buffer of the aggregate fixed-width, a
+    # hash aggregate (a struct's minimum made it a sort-based one: two sorts of every filtered content event)
+    at = file_index(data, F.col("file")).cast("long") * F.lit(1 << _AT_BITS) + F.col("start")
     FC = filtered_content(data).groupBy("conn", "trx").agg(
-        F.count("*").alias("n_filt"), F.min(F.struct("file", "start")).alias("first"),
+        F.count("*").alias("n_filt"), F.min(at).alias("first_at"),
         F.sum("length").alias("bytes"), F.max("skipped").alias("skipped")).cache()
     content = (events_fi(data).filter(~F.col("type").isin(*_METADATA_TYPES))
                .select("trx", "fi", "start", "end"))
@@ -1315,8 +1324,10 @@ def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any
         F.count("*").alias("n_in"))
     J = FC.join(n_in, ["conn", "trx"], "left").filter(F.coalesce(F.col("n_in"), F.lit(0)) != F.col("n_filt"))
     out.append(J.select(F.lit(5).alias("check"), F.lit("error").alias("severity"),
-                        F.col("conn").cast("bigint").alias("connection_id"), F.col("first.file").alias("file"),
-                        F.col("first.start").cast("bigint").alias("pos"),
+                        F.col("conn").cast("bigint").alias("connection_id"),
+                        F.element_at(F.array(*[F.lit(f) for f in data.files]),
+                                     F.expr(f"CAST(first_at div {1 << _AT_BITS} AS INT)") + 1).alias("file"),
+                        F.expr(f"first_at % {1 << _AT_BITS}").cast("bigint").alias("pos"),
                         F.format_string("transaction %s split: %d of its %d events filtered, the rest sent",
                                         F.col("trx"), F.col("n_filt"), F.coalesce(F.col("n_in"), F.lit(0)))
                         .alias("message")))

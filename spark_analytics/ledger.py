@@ -149,22 +149,6 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[A
     return out
 
 
-def staged_rows(staged: Path) -> int:
-    """The records of a `stage_ledger` directory, from its Parquet footers (no Spark job)."""
-    import pyarrow.parquet as pq
-
-    return sum(pq.read_metadata(p).num_rows for p in staged.glob("part-*.parquet"))
-
-
-def staged_seqs_distinct(staged: Path) -> bool:
-    """Whether every record of a `stage_ledger` directory has a `seq` and no two the same (`seqs_distinct` of its
-    `seq` column)."""
-    import pyarrow.parquet as pq
-
-    parts = sorted(staged.glob("part-*.parquet"))
-    return seqs_distinct([pq.read_table(p, columns=["seq"]).column("seq") for p in parts])
-
-
 def seqs_distinct(columns: list[Any]) -> bool:
     """Whether the `seq` columns (pyarrow) of every record have no null and no two the same: then no line is
     repeated byte for byte, and `checks.drop_repeated_records` has nothing to drop."""

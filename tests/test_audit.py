@@ -617,7 +617,7 @@ def test_staged_ledger_gives_the_rows_of_spark_json_read(spark, oracle_scenario:
     Spark's JSON reader; a ledger pyarrow would read otherwise than Spark (a number where the schema has a string,
     which Spark turns into text; a blank line; two objects on one line; a float count; a key named like the
     corrupt-record column; a torn tail) is not staged (None): Spark reads the JSON, as before."""
-    from binlogd.spark_analytics.ledger import ledger_files, read_ledger, stage_ledger, staged_rows
+    from binlogd.spark_analytics.ledger import ledger_files, read_ledger, stage_ledger, strict_tables
 
     ledger = tmp_path / "ledger"
     shutil.copytree(oracle_scenario.ledger_dir, ledger)
@@ -630,7 +630,7 @@ def test_staged_ledger_gives_the_rows_of_spark_json_read(spark, oracle_scenario:
     assert got.schema == want.schema
     rows = sorted((tuple(r) for r in want.collect()), key=repr)
     assert rows == sorted((tuple(r) for r in got.collect()), key=repr) and len(rows) == len(_load(f))
-    assert staged_rows(staged) == len(rows)  # the summary's record count without a Spark job
+    assert sum(t.num_rows for t in strict_tables(lf)) == len(rows)  # the summary's record count, no Spark job
     text = f.read_bytes()
     lines = text.splitlines(keepends=True)
     for bad in (b'{"r": "ev", "seq": 2, "conn": 1, "file": 12}\n', b"\n", b'{"r": "ev"} {"r": "ev"}\n',
@@ -642,25 +642,28 @@ def test_staged_ledger_gives_the_rows_of_spark_json_read(spark, oracle_scenario:
     assert not (tmp_path / "no").exists()
 
 
-def test_staged_seqs_distinct_tells_when_no_line_can_repeat(oracle_scenario: Scenario, tmp_path: Path) -> None:
-    """`staged_seqs_distinct`: the ledger as written has one seq per record (the audit reads it without
-    `drop_repeated_records`' aggregate); a line repeated byte for byte, a second record with an existing seq, or a
-    record without a seq: not distinct (the records are deduplicated as before)."""
-    from binlogd.spark_analytics.ledger import ledger_files, stage_ledger, staged_seqs_distinct
+def test_seqs_distinct_tells_when_no_line_can_repeat(oracle_scenario: Scenario, tmp_path: Path) -> None:
+    """`seqs_distinct` (of the tables pyarrow parsed): the ledger as written has one seq per record (the audit
+    reads it without `drop_repeated_records`' aggregate); a line repeated byte for byte, a second record with an
+    existing seq, or a record without a seq: not distinct (the records are deduplicated as before)."""
+    from binlogd.spark_analytics.ledger import ledger_files, seqs_distinct, strict_tables
+
+    def distinct() -> bool:
+        tables = strict_tables(ledger_files(ledger))
+        assert tables is not None
+        return seqs_distinct([t.column("seq") for t in tables])
 
     ledger = tmp_path / "ledger"
     shutil.copytree(oracle_scenario.ledger_dir, ledger)
     (f,) = sorted(ledger.glob("ledger.*.jsonl"))
     text = f.read_bytes()
     lines = text.splitlines(keepends=True)
-    staged = stage_ledger(ledger_files(ledger), tmp_path / "s0")
-    assert staged is not None and staged_seqs_distinct(staged)
+    assert distinct()
     ev = json.loads(lines[3])
-    for k, changed in enumerate((lines[3], json.dumps({**ev, "start": ev["start"] + 1}).encode() + b"\n",
-                                 json.dumps({k: v for k, v in ev.items() if k != "seq"}).encode() + b"\n")):
+    for changed in (lines[3], json.dumps({**ev, "start": ev["start"] + 1}).encode() + b"\n",
+                    json.dumps({k: v for k, v in ev.items() if k != "seq"}).encode() + b"\n"):
         f.write_bytes(b"".join(lines[:4]) + changed + b"".join(lines[4:]))
-        staged = stage_ledger(ledger_files(ledger), tmp_path / f"s{k + 1}")
-        assert staged is not None and not staged_seqs_distinct(staged), changed
+        assert not distinct(), changed
 
 # ---- the HTML report, looked at in headless Chromium ---------------------------------------------------------------
 
