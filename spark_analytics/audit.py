@@ -123,7 +123,8 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
             stats = inputs.stats if inputs.stats is not None else inputs.staged.stats  # type: ignore[union-attr]
             tables, inputs.probes = probe_ledger(tables, [f.name for f in files], events, stats,
                                                  checks.TIMELINE_SLICES)
-        inputs.staged_ledger = stage_ledger(lf, tables=tables)
+        inputs.staged_ledger = stage_ledger(lf, tables=tables, dictionary=inputs.probes.small_columns()
+                                            if inputs.probes is not None else None)
         inputs.ledger_rows = sum(t.num_rows for t in tables)
         inputs.ledger_seqs_distinct = seqs_distinct([t.column("seq") for t in tables])
     return inputs

@@ -630,13 +630,13 @@ def _probes_of_pieces(data: AuditData, R: Any, classes: dict[str, list[int]]) ->
     per-key columns of the keys of `classes` (the others dropped): at a cut, the counts before it from the
     boundaries' probes; a piece's bytes are its run's on its first piece, none on the others (only the run's total
     is read)."""
-    from binlogd.spark_analytics.record_probes import c0, c1, nb
+    from binlogd.spark_analytics.record_probes import c0, nb, nn
 
     F = _F()
     probes = data.probes
     wanted = {k for ks in classes.values() for k in ks}
     keys = [(i, k) for i, k in enumerate(probes.keys) if k in wanted]
-    R = R.drop(*[c for i, k in enumerate(probes.keys) if k not in wanted for c in (c0(k), c1(k), nb(k))])
+    R = R.drop(*[c for k in probes.keys if k not in wanted for c in (c0(k), nn(k), nb(k))])
     first = F.col("start") == F.col("r_start")
     last = F.col("end") == F.col("r_end")
     # one lookup per piece and end, in a column of its own: the map is large, and each key's column naming it
@@ -648,8 +648,9 @@ def _probes_of_pieces(data: AuditData, R: Any, classes: dict[str, list[int]]) ->
         "p_at1": F.when(last, none).otherwise(at[F.concat_ws(":", F.col("file"), F.col("end").cast("string"))])})
     cols = {}
     for j, (_, k) in enumerate(keys):
-        cols[c0(k)] = F.when(first, F.col(c0(k))).otherwise(F.col("p_at0")[j])
-        cols[c1(k)] = F.when(last, F.col(c1(k))).otherwise(F.col("p_at1")[j])
+        before_start = F.when(first, F.col(c0(k))).otherwise(F.col("p_at0")[j])
+        before_end = F.when(last, F.col(c0(k)) + F.col(nn(k))).otherwise(F.col("p_at1")[j])
+        cols[nn(k)] = before_end - before_start
         cols[nb(k)] = F.when(first, F.col(nb(k))).otherwise(F.lit(0).cast("bigint"))
     return R.withColumns(cols).drop("p_at0", "p_at1")
 
@@ -657,11 +658,11 @@ def _probes_of_pieces(data: AuditData, R: Any, classes: dict[str, list[int]]) ->
 def _probed_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: tuple[str, ...]) -> Any:
     """`class_counts` from the records' per-key columns (`record_probes`): a class's events in a range are the sum
     over its keys of the counts before the range's end less those before its start."""
-    from binlogd.spark_analytics.record_probes import c0, c1, nb
+    from binlogd.spark_analytics.record_probes import nb, nn
 
     F = _F()
     probed = set(_probe_columns(data))
-    present = {k for k in data.probes.keys if c0(k) in R.columns}  # `_probes_of_pieces` keeps only its keys
+    present = {k for k in data.probes.keys if nn(k) in R.columns}  # `_probes_of_pieces` keeps only its keys
     rec_cols = [c for c in R.columns if c != "file" and c not in probed]
 
     def total(keys: list[int], term: Callable[[int], Any]) -> Any:
@@ -672,7 +673,7 @@ def _probed_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized
         return v
 
     return R.select("file", *rec_cols,
-                    *[total(ks, lambda k: F.col(c1(k)) - F.col(c0(k))).alias(f"n_{n}") for n, ks in classes.items()],
+                    *[total(ks, lambda k: F.col(nn(k))).alias(f"n_{n}") for n, ks in classes.items()],
                     *[total(classes[n], lambda k: F.col(nb(k))).alias(f"b_{n}") for n in sized])
 
 
@@ -1100,7 +1101,7 @@ def _suspect_records(data: AuditData) -> tuple[Any, dict[str, list[int]], dict[i
     F = _F()
     pids = {c.conn: c.policy_id for c in data.connections if c.table_filters is None}
     classes = prefix_classes(data)
-    probed = _probe_columns(data)
+    probed = data.probes.count_columns() if data.probes is not None else []
     R = with_conn(data, records(data, (*BOUNDS, "policy", *probed)),
                   ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
     action = F.col("action")

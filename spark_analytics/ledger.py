@@ -126,10 +126,11 @@ def strict_tables(files: LedgerFiles) -> list[Any] | None:
     return tables
 
 
-def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[Any] | None = None) -> Path | None:
+def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[Any] | None = None,
+                 dictionary: list[str] | None = None) -> Path | None:
     """The ledger as Parquet (one file per ledger file: `strict_tables`, or `tables` made from them, e.g. with
-    `record_probes` columns) in `out_dir` (default: a new temporary directory; the caller removes it), or None
-    where `strict_tables` gives None: Spark reads the JSON."""
+    `record_probes` columns, `dictionary` of them dictionary-encoded) in `out_dir` (default: a new temporary
+    directory; the caller removes it), or None where `strict_tables` gives None: Spark reads the JSON."""
     import pyarrow.parquet as pq
 
     if tables is None:
@@ -144,7 +145,7 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[A
         step = max(PART_ROWS, -(-t.num_rows // PARTS_PER_FILE))
         for lo in range(0, max(t.num_rows, 1), step):
             pq.write_table(t.slice(lo, step), out / f"part-{k:05d}.parquet", compression="lz4", write_statistics=False,
-                           use_dictionary=["r", "ledger_file", "file", "action", "why"])
+                           use_dictionary=["r", "ledger_file", "file", "action", "why", *(dictionary or [])])
             k += 1
     return out
 

@@ -8,10 +8,10 @@ at 10 M events half of the audit's time. Here, for a binlog decoded in the drive
 (`binlog_stage`) and a ledger pyarrow parses strictly (`ledger.stage_ledger`), each binlog file's events are read
 once as arrays and every record end is found by binary search: the staged ledger gets BOUNDS and, per rule key
 present in the binlog (`key = type * 4 + flagged * 2 + standalone`, `checks._rule_key`), the events of that key
-before its start and before its end and their bytes in its range. A class's count is then a sum over its keys, in
-Spark, per record: no join, no sort. The classes are not known yet (they depend on the connections' policies), the
-keys are. The same prefix counts at the timeline's slice boundaries (`bounds`) let a run cut at those boundaries be
-counted per piece.
+in its range and their bytes, and for a policy run the events of that key before its start. A class's count is then
+a sum over its keys, in Spark, per record: no join, no sort. The classes are not known yet (they depend on the
+connections' policies), the keys are. The same prefix counts at the timeline's slice boundaries (`bounds`) let a
+run cut at those boundaries be counted per piece.
 
 "Before p" is "starts before p", as the sorted pass counts: a record [start, end) holds the events starting in it.
 """
@@ -33,13 +33,14 @@ _EVENT_COLUMNS = ["start", "end", "ordinal", "type", "flags", "length", "gtid_st
 
 
 def c0(key: int) -> str:
-    """Column: the events of rule key `key` starting before the record's start (in its file)."""
+    """Column: the events of rule key `key` starting before the record's start (in its file); policy runs only
+    (null on the other records): a run cut at the timeline's slices is counted from it."""
     return f"k{key}_c0"
 
 
-def c1(key: int) -> str:
-    """Column: the events of rule key `key` starting before the record's end."""
-    return f"k{key}_c1"
+def nn(key: int) -> str:
+    """Column: the events of rule key `key` in the record's range."""
+    return f"k{key}_n"
 
 
 def nb(key: int) -> str:
@@ -59,14 +60,19 @@ class Probes:
     def ddl(self) -> str:
         """The added columns as Spark DDL (after the ledger's own)."""
         cols = [f"{n} {t}" for n, _, t in BOUND_TYPES]
-        cols += [f"{f(k)} BIGINT" for k in self.keys for f in (c0, c1, nb)]
+        cols += [f"{c} BIGINT" for c in self.key_columns()]
         return ", ".join(cols)
 
-    def columns(self) -> list[str]:
-        return [n for n, _, _ in BOUND_TYPES] + [f(k) for k in self.keys for f in (c0, c1, nb)]
-
     def key_columns(self) -> list[str]:
-        return [f(k) for k in self.keys for f in (c0, c1, nb)]
+        return [f(k) for k in self.keys for f in (c0, nn, nb)]
+
+    def count_columns(self) -> list[str]:
+        return [nn(k) for k in self.keys]
+
+    def small_columns(self) -> list[str]:
+        """The columns of few distinct values (counts and bytes within a record): dictionary-encoded in the
+        Parquet, mostly zeros read as runs instead of 8 bytes each."""
+        return [f(k) for k in self.keys for f in (nn, nb)]
 
 
 class _FileEvents:
@@ -129,7 +135,7 @@ def _probe_file(fe: _FileEvents | None, keys: Sequence[int], s: Any, e: Any) -> 
     for k in keys:
         n0, b0 = _count_before(fe, k, s)
         n1, b1 = _count_before(fe, k, e)
-        out[c0(k)], out[c1(k)], out[nb(k)] = n0, n1, b1 - b0
+        out[c0(k)], out[nn(k)], out[nb(k)] = n0, n1 - n0, b1 - b0
     return out
 
 
@@ -210,7 +216,7 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
             if k not in keys:
                 keys.add(k)
                 for (idx, _, _, _), cols in zip(rec, cols_all, strict=True):
-                    for nm in (c0(k), c1(k), nb(k)):
+                    for nm in (c0(k), nn(k), nb(k)):
                         cols[nm] = np.zeros(len(idx), np.int64)
         for (sel, values), cols in zip(got, cols_all, strict=True):
             for nm, v in values.items():
@@ -237,10 +243,14 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
                                              mask=np.ma.getmaskarray(full)))
         mask = np.ones(rows, bool)
         mask[idx] = False
-        for nm in [cc for k in key_list for cc in (c0(k), c1(k), nb(k))]:
-            full = np.zeros(rows, np.int64)
-            full[idx] = cols[nm]
-            t = t.append_column(nm, pa.array(full, pa.int64(), mask=mask))
+        # c0 only on policy runs
+        run = pc.and_(pc.equal(t.column("action"), "sent"), pc.greater(t.column("policy"), 0)).fill_null(False)
+        not_run = mask | ~run.to_numpy(zero_copy_only=False)
+        for k in key_list:
+            for nm in (c0(k), nn(k), nb(k)):
+                full = np.zeros(rows, np.int64)
+                full[idx] = cols[nm]
+                t = t.append_column(nm, pa.array(full, pa.int64(), mask=not_run if nm == c0(k) else mask))
         out.append(t)
     bounds: dict[str, list[int]] = {}
     for f, pos in cuts.items():
