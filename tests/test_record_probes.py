@@ -11,9 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from binlogd.spark_analytics.record_probes import (
     BOUND_TYPES,
     c0,
@@ -23,6 +20,8 @@ from binlogd.spark_analytics.record_probes import (
     probe_ledger,
     slice_bounds,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 FILES = ["b.000001", "b.000002", "b.000003"]  # the third has no events; "x.000009" is not in the directory
 SLICES = 7
