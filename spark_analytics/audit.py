@@ -72,7 +72,7 @@ class Inputs:
     types: frozenset[int] | None = None  # the event types of `events`
     staged: Staged | None = None  # a larger directory's events staged as Parquet (`binlog_stage`); None: neither
     staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
-    ledger_rows: int | None = None  # the staged ledger's records (its Parquet footers); None: counted by Spark
+    ledger_rows: int | None = None  # the staged ledger's records (pyarrow's parse); None: counted by Spark
     ledger_seqs_distinct: bool = False  # every staged record has its own seq (`ledger.seqs_distinct`)
     probes: Probes | None = None  # the staged ledger's `record_probes` columns; None: Spark finds them
 
@@ -209,7 +209,7 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     # 76.8; the second thread's jobs took slots from the main thread's)
     with ThreadPoolExecutor(1, thread_name_prefix="audit-beside") if small else InlineExecutor() as beside:
         loading = beside.submit(load_events)
-        probes = inputs.probes if inputs.staged_ledger is not None else None
+        probes = inputs.probes  # set with the staged ledger, cleared with it (`remove_staged`)
         L = read_ledger(spark, lf, inputs.staged_ledger, probes.ddl() if probes is not None else "")
         progress("ledger")
         data = checks.AuditData(spark=spark, events=None, ledger=L, files=names, file_stats={},

@@ -595,9 +595,9 @@ def run_counts(data: AuditData) -> Any:
         S, s_classes, s_pids = _suspect_records(data) if per_record_rules(data) else (None, {}, {})
         r_cols = [c for c in R.columns if c not in probed]
         if probed:  # each from its own columns (no scan of the events to share)
-            C = _probed_counts(data, _probes_of_pieces(data, R, classes), classes, sized=tuple(classes))
+            C = class_counts(data, _probes_of_pieces(data, R, classes), classes, sized=tuple(classes))
             if s_classes:
-                data.suspect_counts = _probed_counts(data, _to_count(S, s_pids), s_classes, ())
+                data.suspect_counts = class_counts(data, _to_count(S, s_pids), s_classes)
         else:
             # `rule_suspects`' records are counted in the same pass (one scan of the events for both), kept for
             # the three readers
@@ -656,8 +656,8 @@ def _probes_of_pieces(data: AuditData, R: Any, classes: dict[str, list[int]]) ->
 
 
 def _probed_counts(data: AuditData, R: Any, classes: dict[str, list[int]], sized: tuple[str, ...]) -> Any:
-    """`class_counts` from the records' per-key columns (`record_probes`): a class's events in a range are the sum
-    over its keys of the counts before the range's end less those before its start."""
+    """`class_counts` from the records' per-key columns (`record_probes`): a class's events (bytes) in a range are
+    the sum of its keys' events (bytes) there."""
     from binlogd.spark_analytics.record_probes import nb, nn
 
     F = _F()
@@ -682,14 +682,12 @@ TIMELINE_SLICES = 120
 
 
 def _span(data: AuditData) -> tuple[Any, int]:
-    """The binlog files laid end to end in file order: per row, the offset of its file (`file`; null: not one of
-    them), and the span's total bytes."""
-    base: dict[str, int] = {}
-    acc = 0
-    for f in data.files:
-        base[f] = acc
-        acc += data.file_stats.get(f, {}).get("end", 4)
-    return literal_map(base, "STRING", "BIGINT")[_F().col("file")], max(acc, 1)
+    """The binlog files laid end to end in file order (`record_probes.span`): per row, the offset of its file
+    (`file`; null: not one of them), and the span's total bytes."""
+    from binlogd.spark_analytics.record_probes import span
+
+    base, total = span(data.files, data.file_stats)
+    return literal_map(base, "STRING", "BIGINT")[_F().col("file")], total
 
 
 def _slice_of(F: Any, at: Any, total: int) -> Any:

@@ -81,20 +81,14 @@ class _FileEvents:
     def __init__(self, t: Any) -> None:
         import numpy as np
 
-        self.start = t.column("start").to_numpy()
-        order = None if len(self.start) < 2 or bool(np.all(self.start[1:] > self.start[:-1])) else \
-            np.argsort(self.start, kind="stable")
-
-        def col(name: str, fill: Any = 0) -> Any:
-            a = t.column(name).fill_null(fill).to_numpy() if t.column(name).null_count else t.column(name).to_numpy()
-            return a if order is None else a[order]
-
-        if order is not None:
-            self.start = self.start[order]
-        self.end, self.ordinal = col("end"), col("ordinal")
-        self.type, self.flags = col("type"), col("flags")
-        length = col("length").astype(np.int64)
-        standalone = col("gtid_standalone", False).astype(np.int64)
+        start = t.column("start").to_numpy()
+        if len(start) > 1 and not bool(np.all(start[1:] > start[:-1])):
+            t = t.sort_by("start")
+        self.start, self.end, self.ordinal = (t.column(n).to_numpy() for n in ("start", "end", "ordinal"))
+        self.type, self.flags = t.column("type").to_numpy(), t.column("flags").to_numpy()
+        length = t.column("length").to_numpy().astype(np.int64)
+        standalone = t.column("gtid_standalone").fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64)
+        # `checks._rule_key`, over arrays
         key = self.type.astype(np.int64) * 4 + ((self.flags & 0x8000) != 0).astype(np.int64) * 2 + standalone
         self.by_key: dict[int, tuple[Any, Any]] = {}
         for k in np.unique(key):
@@ -102,26 +96,23 @@ class _FileEvents:
             self.by_key[int(k)] = (self.start[m], np.concatenate(([0], np.cumsum(length[m]))))
 
 
-def _count_before(fe: _FileEvents | None, key: int, pos: Any) -> tuple[Any, Any]:
-    """(events of `key` starting before each of `pos`, their running bytes there)."""
+def _count_before(fe: _FileEvents, key: int, pos: Any) -> tuple[Any, Any]:
+    """(events of `key` (one of the file's) starting before each of `pos`, their running bytes there)."""
     import numpy as np
 
-    if fe is None or key not in fe.by_key:
-        z = np.zeros(len(pos), np.int64)
-        return z, z
     starts, cum = fe.by_key[key]
     n = np.searchsorted(starts, pos, side="left")
     return n.astype(np.int64), cum[n]
 
 
-def _probe_file(fe: _FileEvents | None, keys: Sequence[int], s: Any, e: Any) -> dict[str, Any]:
-    """BOUNDS and the per-key columns of records [s, e) of one file (numpy arrays; BOUNDS masked where the end is
-    not an event boundary)."""
+def _probe_file(fe: _FileEvents, s: Any, e: Any) -> dict[str, Any]:
+    """BOUNDS and the per-key columns (the file's keys) of records [s, e) of one file (numpy arrays; BOUNDS masked
+    where the start or the end is not an event boundary)."""
     import numpy as np
     import numpy.ma as ma
 
     out: dict[str, Any] = {}
-    if fe is None or not len(fe.start):
+    if not len(fe.start):
         for n, _, _ in BOUND_TYPES:
             out[n] = ma.masked_all(len(s), np.int64)
     else:
@@ -132,7 +123,7 @@ def _probe_file(fe: _FileEvents | None, keys: Sequence[int], s: Any, e: Any) -> 
         out["e_flags"] = ma.array(fe.flags[i], mask=miss)
         j = np.minimum(np.searchsorted(fe.end, e), len(fe.end) - 1)
         out["e_ord"] = ma.array(fe.ordinal[j], mask=fe.end[j] != e)
-    for k in keys:
+    for k in fe.by_key:
         n0, b0 = _count_before(fe, k, s)
         n1, b1 = _count_before(fe, k, e)
         out[c0(k)], out[nn(k)], out[nb(k)] = n0, n1 - n0, b1 - b0
@@ -156,14 +147,20 @@ def event_tables_of(events: Any) -> Any:
         yield name, events.filter(pc.equal(events.column("file"), name)).select(_EVENT_COLUMNS)
 
 
-def slice_bounds(files: Sequence[str], stats: dict[str, dict[str, int]], slices: int) -> dict[str, list[int]]:
-    """Per file, the positions inside it (0 < pos <= its end) where a timeline slice begins: as `checks._span` and
-    `checks.run_counts` lay the files end to end (slice b begins at ceil(b * total / slices))."""
+def span(files: Sequence[str], stats: dict[str, dict[str, int]]) -> tuple[dict[str, int], int]:
+    """The binlog files laid end to end in file order (the timeline's span): each file's offset in it, and its
+    total bytes (at least 1)."""
     base, acc = {}, 0
     for f in files:
         base[f] = acc
         acc += stats.get(f, {}).get("end", 4)
-    total = max(acc, 1)
+    return base, max(acc, 1)
+
+
+def slice_bounds(files: Sequence[str], stats: dict[str, dict[str, int]], slices: int) -> dict[str, list[int]]:
+    """Per file, the positions inside it (0 < pos <= its end) where a timeline slice begins, as `checks.run_counts`
+    cuts the runs (slice b begins at ceil(b * total / slices) of the `span`)."""
+    base, total = span(files, stats)
     out: dict[str, list[int]] = {}
     for f in files:
         end = stats.get(f, {}).get("end", 4)
@@ -206,7 +203,7 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
         got = []
         for _, fnames, s, e in rec:
             sel = np.flatnonzero(fnames == name)
-            got.append((sel, _probe_file(fe, sorted(fe.by_key), s[sel], e[sel]) if len(sel) else {}))
+            got.append((sel, _probe_file(fe, s[sel], e[sel]) if len(sel) else {}))
         p = np.array(cuts.get(name, []), np.int64)
         return name, sorted(fe.by_key), got, {k: _count_before(fe, k, p)[0] for k in fe.by_key}
 
