@@ -205,12 +205,16 @@ def tree_env(tree: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(tree)}
 
 
-def run_audit(binlogs: Path, ledger: Path, out: Path, master: str, tree: Path | None = None
+def run_audit(binlogs: Path, ledger: Path, out: Path, master: str, tree: Path | None = None, pin: bool = False
               ) -> tuple[float, float, int, dict]:
     """(wall s, CPU s of the whole process tree: the figure that survives a loaded machine, exit code, summary);
-    `tree`: another checkout's audit code."""
+    `tree`: another checkout's audit code; `pin`: a `local[N]` audit runs on N cores only (`taskset`)."""
     cmd = [sys.executable, "-m", "binlogd.spark_analytics.cli", "--binlog-dir", str(binlogs), "--ledger", str(ledger),
            "--out", str(out), "--master", master, "--quiet", "--driver-memory", "6g"]
+    if pin:
+        from binlogd.spark_analytics.session import master_cores
+
+        cmd = ["taskset", "-c", f"0-{master_cores(master) - 1}", *cmd]
     t = time.monotonic()
     seen: dict[int, float] = {}
     with subprocess.Popen(cmd, cwd=tree or REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -264,6 +268,10 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     ap.add_argument("--reuse", action="store_true", help="audit the binlogs and ledger a --keep run left in --work")
     ap.add_argument("--tree", type=Path, default=None, help="another checkout: its audit beside this one's")
+    ap.add_argument("--pin", action="store_true",
+                    help="run each local[N] audit on N cores only (taskset): local[1] of a 2-core machine otherwise "
+                    "has the second core for the JIT compiler, GC and driver, and the speed-up measures less than "
+                    "what a second core gives")
     ap.add_argument("--decode-only", action="store_true", help="only time the data source's decoder (no Spark)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
@@ -296,10 +304,12 @@ def main() -> int:
     for master in args.masters.split(","):
         for label, tree in trees:
             out = args.work / f"out-{master}-{len(results)}"
-            wall, cpu, rc, summary = run_audit(binlogs, ledger, out, master, tree)
+            wall, cpu, rc, summary = run_audit(binlogs, ledger, out, master, tree, args.pin)
             n = summary["binlog"]["events"]
             results[(label, master)] = (wall, cpu)
-            print(f"{label} {master}: {wall:.1f} s wall, {cpu:.1f} s CPU, {n / wall:,.0f} binlog events/s, exit {rc}, "
+            pinned = " pinned" if args.pin else ""
+            print(f"{label} {master}{pinned}: {wall:.1f} s wall, {cpu:.1f} s CPU, {n / wall:,.0f} binlog events/s, "
+                  f"exit {rc}, "
                   f"{summary['ledger']['records']:,} ledger records, consistent={summary['consistent']}, "
                   f"{wall / mb:.1f}x mariadb-binlog's wall time, {cpu / max(mb_cpu, 0.01):.1f}x its CPU time "
                   f"({load()})", flush=True)

@@ -21,7 +21,7 @@ from .binlog_source import (
     load_in_driver,
     register,
 )
-from .binlog_stage import Staged, read_staged, stage_events
+from .binlog_stage import Staged, read_staged, stage_events, stage_processes
 from .ledger import (
     LedgerError,
     LedgerFiles,
@@ -88,12 +88,13 @@ class Inputs:
 
 
 def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Path] | None = None,
-                   stage: bool = True, driver_bytes: int = SMALL_INPUT_BYTES) -> Inputs:
+                   stage: bool = True, driver_bytes: int = SMALL_INPUT_BYTES, cores: int | None = None) -> Inputs:
     """A binlog directory of at most `driver_bytes` is decoded in the driver; a larger one (`stage`) by worker
     processes into a temporary Parquet directory (`binlog_stage`, removed by `run_audit`), which Spark's executors
     must be able to read: local masters. `stage` False: the data source reads it (a cluster). With `stage`, the
     ledger too when pyarrow parses it strictly (`ledger.stage_ledger`), with each record's place among the events
-    (`record_probes`) when the events were decoded or staged here."""
+    (`record_probes`) when the events were decoded or staged here. `cores`: at most this many staging processes and
+    probe threads (`session.master_cores` of the audit's master; None: the usable cores)."""
     binlog_dir = Path(binlog_dir).resolve()
     try:
         files = list_files(binlog_dir)
@@ -114,7 +115,8 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
             inputs.stats = arrow_file_stats(inputs.events)
             inputs.types = arrow_event_types(inputs.events)
         elif stage and files:
-            inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")))
+            inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")),
+                                         processes=None if cores is None else min(cores, stage_processes(files)))
         tables = parsing.result() if parsing is not None else None
     if tables is not None:
         events = (event_tables_of(inputs.events) if inputs.events is not None else
@@ -122,7 +124,7 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
         if events is not None:
             stats = inputs.stats if inputs.stats is not None else inputs.staged.stats  # type: ignore[union-attr]
             tables, inputs.probes = probe_ledger(tables, [f.name for f in files], events, stats,
-                                                 checks.TIMELINE_SLICES)
+                                                 checks.TIMELINE_SLICES, threads=cores or 2)
         inputs.staged_ledger = stage_ledger(lf, tables=tables, dictionary=inputs.probes.small_columns()
                                             if inputs.probes is not None else None)
         inputs.ledger_rows = sum(t.num_rows for t in tables)

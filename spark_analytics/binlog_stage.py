@@ -24,6 +24,7 @@ from typing import Any
 
 from .binlog_decode import RangeStart
 from .binlog_source import COLUMNS, SPLIT_BYTES, Split, iter_split_batches, plan_splits, upstream_files
+from .session import usable_cores
 
 # the columns staged: every data-source column but the statements (the audit reads them only for relay logs)
 STAGED = tuple(c for c in COLUMNS if c[0] not in ("db", "statement"))
@@ -76,16 +77,21 @@ def _stage_split(split: Split, out: str) -> tuple[str, int, int, int, list[int]]
     return Path(split.path).name, n, end, size, sorted(types)
 
 
+def stage_processes(files: Sequence[Path]) -> int:
+    """Staging processes for `files` by default: one per BYTES_PER_PROCESS, at most the usable cores."""
+    return max(1, min(usable_cores(), -(-sum(f.stat().st_size for f in files) // BYTES_PER_PROCESS)))
+
+
 def stage_events(files: Sequence[Path], out_dir: Path, processes: int | None = None,
                  split_bytes: int = SPLIT_BYTES) -> Staged:
     """Decode `files` (a binlog directory's, in order) into `out_dir` as Parquet, one file per split (the data
-    source's `split_bytes`), `processes` splits at a time (default: one per BYTES_PER_PROCESS, at most the machine's
+    source's `split_bytes`), `processes` splits at a time (default: one per BYTES_PER_PROCESS, at most the usable
     cores)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = [sp for i, (f, src) in enumerate(zip(files, upstream_files(files), strict=True))
               for sp in plan_splits(f, i, src, split_bytes)]
     if processes is None:
-        processes = min(os.cpu_count() or 1, -(-sum(f.stat().st_size for f in files) // BYTES_PER_PROCESS))
+        processes = stage_processes(files)
     workers = max(1, min(len(splits), processes))
     jobs = [(sp, str(out_dir / f"part-{k:05d}.parquet")) for k, sp in enumerate(splits)]
     if workers == 1:

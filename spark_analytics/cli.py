@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from concurrent.futures import ThreadPoolExecutor
 
-    from binlogd.spark_analytics.session import build_session, close_session, input_bytes
+    from binlogd.spark_analytics.session import build_session, close_session, input_bytes, master_cores
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
     t_start = time.monotonic()
@@ -134,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             task = bar.add_task("starting Spark", total=len(STEPS) + 1)
             inputs: Inputs | Exception
             try:  # its error is reported below, as the audit's, once the session can be closed
+                # a local[N] audit keeps its own work beside Spark's (staging, record probes) to N cores as well
                 inputs = prepare_inputs(args.binlog_dir, args.ledger, relays,
-                                        stage=(args.master or "local").startswith("local"))
+                                        stage=(args.master or "local").startswith("local"),
+                                        cores=master_cores(args.master))
             except Exception as e:
                 inputs = e
             try:

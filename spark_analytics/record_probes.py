@@ -170,9 +170,10 @@ def slice_bounds(files: Sequence[str], stats: dict[str, dict[str, int]], slices:
 
 
 def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, stats: dict[str, dict[str, int]],
-                 slices: int) -> tuple[list[Any], Probes]:
+                 slices: int, threads: int = 2) -> tuple[list[Any], Probes]:
     """The ledger's tables (`ledger.strict_tables`) with BOUNDS and the per-key columns added (null on records that
-    are not probed ev records), and the Probes: per file of `event_tables` ((name, events) pairs, each file once)."""
+    are not probed ev records), and the Probes: per file of `event_tables` ((name, events) pairs, each file once),
+    `threads` files at a time (at most two)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -221,11 +222,12 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
         bounds_of[name] = at_cuts
 
     # two files at a time in threads (numpy and pyarrow release the GIL for most of it), at most two in memory
-    with ThreadPoolExecutor(2, thread_name_prefix="record-probes") as pool:
+    threads = max(1, min(2, threads))
+    with ThreadPoolExecutor(threads, thread_name_prefix="record-probes") as pool:
         pending: list[Future] = []
         for name, et in event_tables:
             pending.append(pool.submit(one_file, name, et))
-            if len(pending) >= 2:
+            if len(pending) >= threads:
                 merge(*pending.pop(0).result())
         for f in pending:
             merge(*f.result())

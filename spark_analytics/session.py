@@ -215,6 +215,37 @@ def start_python_workers(spark: Any) -> None:
     rdd._jrdd.countAsync()
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (taskset, a container's cpuset), not the machine's count
+    (`os.cpu_count`)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return os.cpu_count() or 1
+
+
+def master_cores(master: str | None) -> int:
+    """The cores an audit under `master` may use on this machine for the work it does beside Spark (staging the
+    events, placing the records): Spark's task slots of a local master (`local` 1, `local[N]` / `local[N,F]` N,
+    `local[*]` and `local-cluster[n,c,m]` n*c, at most the usable cores), all usable cores otherwise (the default
+    master `local[*]`; a cluster's executors run elsewhere). A user who gives `local[1]` asks for one core."""
+    have = usable_cores()
+    m = (master or DEFAULT_MASTER).strip()
+    if m == "local":
+        return 1
+    if m.startswith("local-cluster[") and m.endswith("]"):
+        try:
+            n, c, _ = (int(x) for x in m[len("local-cluster["):-1].split(","))
+        except ValueError:
+            return have
+        return max(1, min(have, n * c))
+    if m.startswith("local[") and m.endswith("]"):
+        slots = m[len("local["):-1].split(",")[0].strip()
+        if slots.isdigit() and int(slots) > 0:
+            return min(have, int(slots))
+    return have
+
+
 def input_bytes(*paths: Path) -> int:
     """Bytes of the files under `paths` (the audit's inputs): what the session is sized by."""
     total = 0

@@ -80,3 +80,24 @@ def test_small_input_session_pages_and_metaspace(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     assert "PAGE 1m" in out.stdout, out.stdout
     assert "-XX:MetaspaceSize=128m" in out.stdout and "-XX:TieredStopAtLevel=1" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize(("master", "cores"), [
+    (None, 4), ("local", 1), ("local[1]", 1), ("local[2]", 2), ("local[16]", 4), ("local[*]", 4),
+    ("local[3,2]", 3), ("local[*,4]", 4), ("local-cluster[2,1,1024]", 2), ("local-cluster[x]", 4),
+    ("spark://127.0.0.1:7077", 4), ("local[0]", 4), ("local[x]", 4)])
+def test_master_cores(monkeypatch: pytest.MonkeyPatch, master: str | None, cores: int) -> None:
+    """The work an audit does beside Spark (staging, record probes) keeps to a local master's task slots, at most
+    the cores the process may run on."""
+    from binlogd.spark_analytics import session
+
+    monkeypatch.setattr(session, "usable_cores", lambda: 4)
+    assert session.master_cores(master) == cores
+
+
+def test_usable_cores_follow_the_affinity() -> None:
+    """Under `taskset -c 0` the process may use one core, whatever the machine has."""
+    code = "from binlogd.spark_analytics.session import usable_cores; print(usable_cores())"
+    out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "1"
