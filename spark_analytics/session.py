@@ -32,6 +32,10 @@ DEFAULTS: dict[str, str] = {
     # the audit's plans are wide (a union of findings per check): their text, built for every adaptive re-plan,
     # must not grow without bound in the driver's heap
     "spark.sql.maxPlanStringLength": "65536",
+    # PySpark 4 wraps every function of pyspark.sql.functions and every Column method to send the Python call site
+    # to the JVM (for the "DataFrame query context" of error messages): five more round trips around the one that
+    # does the work, on each of the tens of thousands of calls that build the audit's plans
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 # A small one-audit run (the CLI) is mostly JVM warm-up: the C2 compiler's work never pays back within it.
 # Measured on a 20 000-event audit through the CLI (benchmarks/README.md, "Audit scale"): 77-91 -> 53-63 CPU
@@ -270,6 +274,10 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+
+    from .jvm_lookups import keep_lookups
+
+    keep_lookups()
 
     builder = SparkSession.builder.appName(app_name)
     # under spark-submit (the JVM launched this driver: PYSPARK_GATEWAY_PORT) its --master applies

@@ -101,3 +101,31 @@ def test_usable_cores_follow_the_affinity() -> None:
     out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "1"
+
+
+LOOKUPS = """
+from py4j.clientserver import ClientServerConnection
+from binlogd.spark_analytics import session
+spark = session.build_session("local[1]", register_source=False)
+from pyspark.sql import functions as F
+sent = []
+send = ClientServerConnection.send_command
+ClientServerConnection.send_command = lambda self, command: sent.append(command[:1]) or send(self, command)
+F.col("id")
+first = len(sent)
+sent.clear()
+F.col("id")
+calls = [c for c in sent if c != "m"]  # "m": py4j telling the JVM of objects Python collected, at any time
+print("ROUND TRIPS", first, len(calls), calls.count("r"))
+print("ROWS", [r[0] for r in spark.range(3).select((F.col("id") * F.lit(2)).alias("x")).collect()])
+"""
+
+
+def test_lookups_kept_one_round_trip_per_function() -> None:
+    """`F.col` is one round trip once its class and method were looked up: not three (`jvm_lookups`), nor six
+    (PySpark 4's call-site context, off in `session.DEFAULTS`); the plans built so give the same rows."""
+    out = subprocess.run([sys.executable, "-c", LOOKUPS], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    trips = next(line.split()[2:] for line in out.stdout.splitlines() if line.startswith("ROUND TRIPS"))
+    assert trips[1:] == ["1", "0"], out.stdout
+    assert "ROWS [0, 2, 4]" in out.stdout

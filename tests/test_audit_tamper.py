@@ -10,6 +10,7 @@ kept). Untouched, the audit is consistent with no finding at all.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import shutil
@@ -323,14 +324,26 @@ def suspects(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     return seen
 
 
-def test_binlog_statement_byte_changed(spark, sc: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("path", ["driver", "staged"])
+def test_binlog_statement_byte_changed(spark, sc: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       path: str) -> None:
+    """Found whether the events were decoded in the driver or staged by worker processes: both count the events
+    whose CRC fails as they decode them, and the audit scans for them only when there is one."""
+    from binlogd.spark_analytics import audit as audit_module
     from binlogd.spark_analytics import checks
 
     called: list[int] = []
     monkeypatch.setattr(checks, "rule_suspects", lambda data: called.append(1) or {})
+    counted: list[int | None] = []
+    real_crc = checks.check_binlog_crc
+    monkeypatch.setattr(checks, "check_binlog_crc", lambda data: counted.append(data.crc_bad) or real_crc(data))
+    if path == "staged":
+        monkeypatch.setattr(audit_module, "prepare_inputs", functools.partial(audit_module.prepare_inputs,
+                                                                              driver_bytes=0))
     rc, summary, expected = run_tampered(spark, sc, tmp_path, binlog=statement_byte_changed)
     assert rc == 1
     assert errors(summary) == expected
+    assert counted == [1]
     assert called == []  # a small binlog (< RULE_SUSPECTS_MIN_EVENTS): every event compared, no record-level job
 
 
@@ -377,7 +390,7 @@ def test_class_counts_do_not_depend_on_the_chunking(spark, sc: Scenario, tmp_pat
     from binlogd.spark_analytics import checks
 
     rc, probed = audit(spark, sc, tmp_path / "probed")
-    monkeypatch.setattr(audit_module, "probe_ledger", lambda tables, *a: (tables, None))
+    monkeypatch.setattr(audit_module, "probe_ledger", lambda tables, *a, **kw: (tables, None))
     rc1, whole = audit(spark, sc, tmp_path / "whole")
     monkeypatch.setattr(checks, "PREFIX_CHUNK", 512)
     rc2, chunked = audit(spark, sc, tmp_path / "chunked")
