@@ -21,7 +21,7 @@ from .binlog_source import (
     load_in_driver,
     register,
 )
-from .binlog_stage import Staged, read_staged, stage_events, stage_processes
+from .binlog_stage import Staged, crc_failures, read_staged, stage_events, stage_processes
 from .ledger import (
     LedgerError,
     LedgerFiles,
@@ -70,6 +70,7 @@ class Inputs:
     events: Any = None  # pyarrow.Table of the binlog's events (statements off); None: the data source reads them
     stats: dict[str, dict[str, int]] | None = None  # file -> {"events", "end", "bytes"} of `events`
     types: frozenset[int] | None = None  # the event types of `events`
+    crc_bad: int = 0  # events of `events` whose stored CRC32 fails (`binlog_stage.crc_failures`)
     staged: Staged | None = None  # a larger directory's events staged as Parquet (`binlog_stage`); None: neither
     staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
     ledger_rows: int | None = None  # the staged ledger's records (pyarrow's parse); None: counted by Spark
@@ -114,6 +115,7 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
             inputs.events = decode_in_driver(binlog_dir, statements=False).drop_columns(["db", "statement"])
             inputs.stats = arrow_file_stats(inputs.events)
             inputs.types = arrow_event_types(inputs.events)
+            inputs.crc_bad = crc_failures(inputs.events)
         elif stage and files:
             inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")),
                                          processes=None if cores is None else min(cores, stage_processes(files)))
@@ -179,20 +181,22 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
     for name, d in inputs.relays.items():
         relays[name] = spark.read.format("binlog").load(str(d)).cache()
 
-    def load_events() -> tuple[Any, dict[str, dict[str, int]], frozenset[int] | None]:
-        """The events DataFrame E, per-file stats and the event types."""
+    def load_events() -> tuple[Any, dict[str, dict[str, int]], frozenset[int] | None, int | None]:
+        """The events DataFrame E, per-file stats, the event types and the events whose CRC32 fails (None: not
+        counted, the data source reads them)."""
         if inputs.events is not None:
-            return load_in_driver(spark, binlog_dir, table=inputs.events).cache(), inputs.stats or {}, inputs.types
+            return (load_in_driver(spark, binlog_dir, table=inputs.events).cache(), inputs.stats or {}, inputs.types,
+                    inputs.crc_bad)
         if inputs.staged is not None:
             # not cached: Spark's Parquet reader scans only the columns each plan reads, faster than a cache is
             # built
-            return read_staged(spark, inputs.staged), inputs.staged.stats, inputs.staged.types
+            return read_staged(spark, inputs.staged), inputs.staged.stats, inputs.staged.types, inputs.staged.crc_bad
         E = spark.read.format("binlog").option("statements", "false").load(str(binlog_dir)).drop(
             "db", "statement").cache()
         rows = E.groupBy("file").agg(F.count("*").alias("n"), F.max("end").alias("end"),
                                      F.sum("length").alias("b"), F.collect_set("type").alias("types")).collect()
         stats = {r.file: {"events": int(r.n), "end": int(r.end), "bytes": int(r.b)} for r in rows}
-        return E, stats, frozenset(t for r in rows for t in r.types)
+        return E, stats, frozenset(t for r in rows for t in r.types), None
 
     # A small audit's steps are mostly the driver planning on one core, the other idle: what does not need the
     # step before it runs beside it in a second driver thread (its own JVM thread, pinned: PySpark's default).
@@ -222,7 +226,7 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
         checks.drop_repeated_records(data)
         conn_findings = checks.load_connections(data)  # reads the ledger only
         progress("connections")
-        E, stats, data.event_types = loading.result()
+        E, stats, data.event_types, data.crc_bad = loading.result()
         data.events, data.file_stats = E, stats
         findings: list[tuple] = []
         for n in names:

@@ -45,6 +45,7 @@ class Staged:
     stats: dict[str, dict[str, int]]  # file -> {"events", "end", "bytes"}
     types: frozenset[int]
     parts: dict[str, list[Path]] = dataclasses.field(default_factory=dict)  # binlog file -> its Parquet files, in order
+    crc_bad: int = 0  # stored events whose CRC32 fails (`crc_ok` false): check 1's CRC scan is needed only then
 
 
 def _staged_schema() -> Any:
@@ -53,13 +54,14 @@ def _staged_schema() -> Any:
     return pa.schema([(n, getattr(pa, t)()) for n, _, t in STAGED])
 
 
-def _stage_split(split: Split, out: str) -> tuple[str, int, int, int, list[int]]:
-    """Decode one split, write it to `out`; (file, events, end of the last event, bytes, event types)."""
+def _stage_split(split: Split, out: str) -> tuple[str, int, int, int, list[int], int]:
+    """Decode one split, write it to `out`; (file, events, end of the last event, bytes, event types, events whose
+    CRC32 fails)."""
     import numpy as np
     import pyarrow.parquet as pq
 
     schema = _staged_schema()
-    n = end = size = 0
+    n = end = size = crc_bad = 0
     types: set[int] = set()
     # lz4, dictionaries only for the few-valued strings, no statistics: 0.6 CPU s and 28 MB per 1 M events, where
     # pyarrow's defaults (a dictionary for every column: `trx` has one value per group) took 2 s
@@ -74,7 +76,16 @@ def _stage_split(split: Split, out: str) -> tuple[str, int, int, int, list[int]]
             end = max(end, int(np.max(b.column("end").to_numpy())))
             size += int(np.sum(b.column("length").to_numpy(), dtype=np.int64))
             types.update(int(t) for t in np.unique(b.column("type").to_numpy()))
-    return Path(split.path).name, n, end, size, sorted(types)
+            crc_bad += crc_failures(b)
+    return Path(split.path).name, n, end, size, sorted(types), crc_bad
+
+
+def crc_failures(events: Any) -> int:
+    """Events of an Arrow table or batch of the data source's columns whose stored CRC32 fails (`crc_ok` false;
+    null, a file without checksums, is not a failure)."""
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.equal(events.column("crc_ok"), False)).as_py() or 0)
 
 
 def stage_processes(files: Sequence[Path]) -> int:
@@ -100,7 +111,9 @@ def stage_events(files: Sequence[Path], out_dir: Path, processes: int | None = N
         results = _in_processes([jobs[w::workers] for w in range(workers)])
     stats: dict[str, dict[str, int]] = {}
     types: set[int] = set()
-    for name, n, end, size, ts in results:
+    crc_bad = 0
+    for name, n, end, size, ts, bad in results:
+        crc_bad += bad
         if not n:
             continue
         s = stats.setdefault(name, {"events": 0, "end": 0, "bytes": 0})
@@ -111,10 +124,10 @@ def stage_events(files: Sequence[Path], out_dir: Path, processes: int | None = N
     parts: dict[str, list[Path]] = {}
     for sp, out in jobs:
         parts.setdefault(Path(sp.path).name, []).append(Path(out))
-    return Staged(out_dir, stats, frozenset(types), parts)
+    return Staged(out_dir, stats, frozenset(types), parts, crc_bad)
 
 
-def _in_processes(shares: list[list[tuple[Split, str]]]) -> list[tuple[str, int, int, int, list[int]]]:
+def _in_processes(shares: list[list[tuple[Split, str]]]) -> list[tuple[str, int, int, int, list[int], int]]:
     """Each share of (split, output) in its own Python process (`python -m` this module, the driver's sys.path):
     not multiprocessing, whose spawn re-imports the caller's main module and whose fork would copy the thread
     that starts the JVM beside this one."""
@@ -125,7 +138,7 @@ def _in_processes(shares: list[list[tuple[Split, str]]]) -> list[tuple[str, int,
         assert p.stdin is not None
         p.stdin.write(json.dumps([[dataclasses.asdict(sp), out] for sp, out in share]).encode())
         p.stdin.close()
-    results: list[tuple[str, int, int, int, list[int]]] = []
+    results: list[tuple[str, int, int, int, list[int], int]] = []
     for p in procs:
         assert p.stdout is not None
         text = p.stdout.read()

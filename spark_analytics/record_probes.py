@@ -63,6 +63,10 @@ class Probes:
         cols += [f"{c} BIGINT" for c in self.key_columns()]
         return ", ".join(cols)
 
+    def columns(self) -> list[str]:
+        """Every added column (BOUNDS and the per-key ones)."""
+        return [n for n, _, _ in BOUND_TYPES] + self.key_columns()
+
     def key_columns(self) -> list[str]:
         return [f(k) for k in self.keys for f in (c0, nn, nb)]
 
