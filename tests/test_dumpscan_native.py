@@ -412,3 +412,34 @@ def test_store_gtid_walk_in_c_equals_python(tmp_path: Path, monkeypatch: pytest.
         assert walk(n, bounds[0], len(data), True) == walk(n, bounds[0], len(data), False)
     assert gtids > 1  # the files hold GTIDs of several domains
     assert walk("mysql-bin.999999", 4, len(bogus), True)[0] == "error"
+
+
+@needs_c
+def test_audit_header_walk_in_c_equals_python(crc_file_events: list[bytes]) -> None:
+    """The audit's header walk (spark_analytics/binlog_decode.walk): the C `event_starts` and `walk_py` find the
+    same starts, end and error over a real file cut anywhere, with a bogus length and with a torn last event; a
+    range outside the buffer is refused."""
+    from binlogd.spark_analytics.binlog_decode import WalkEnd, walk, walk_py
+
+    body = b"".join(crc_file_events)
+    bogus = bytearray(body)
+    at = len(crc_file_events[0]) + len(crc_file_events[1])  # the third event's length says 7
+    struct.pack_into("<I", bogus, at + 9, 7)
+    rng = random.Random(13)
+    cases = [(b"\xfebin" + body, 4, 4 + len(body)), (b"\xfebin" + bytes(bogus), 4, 4 + len(bogus)),
+             (b"\xfebin" + body[:-5], 4, len(body) - 1), (b"", 0, 0), (b"\xfebin", 4, 4)]
+    for _ in range(200):
+        buf = b"\xfebin" + body
+        a = rng.randrange(4, len(buf))
+        cases.append((buf, a, rng.randrange(a, len(buf) + 1)))
+    for buf, start, stop in cases:
+        c, p = WalkEnd(), WalkEnd()
+        assert walk(buf, start, stop, c).tolist() == walk_py(buf, start, stop, p).tolist()
+        assert (c.end, c.error) == (p.end, p.error)
+    c = WalkEnd()
+    assert walk(b"\xfebin" + bytes(bogus), 4, 4 + len(bogus), c).tolist() == [4, 4 + len(crc_file_events[0])]
+    assert c.error == f"bogus event length 7 at {4 + at}"
+    assert native.dumpscan is not None
+    for start, stop in ((-1, 10), (10, 5), (0, len(body) + 1)):
+        with pytest.raises(ValueError):
+            native.dumpscan.event_starts(body, start, stop)
