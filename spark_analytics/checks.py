@@ -163,7 +163,10 @@ def load_connections(data: AuditData) -> list[tuple]:
     out: list[tuple] = []
     # one job: the conn and close records (`rec`) and what the ev records say per connection (`ev_conn`, `last`,
     # and `runs`: its policy runs, which `verify_policy_runs` needs to know before it plans)
-    last = F.max_by(F.struct("file", "end"), F.when(F.col("action").isin("sent", *FILTERED), F.col("seq")))
+    # the seq of the last sent/filtered record; its position is looked up only for a connection without a close
+    # record (`_last_positions`): every aggregate buffer fixed-width, a hash aggregate (max_by of a struct made it
+    # a sort-based one over every record)
+    last = F.max(F.when(F.col("action").isin("sent", *FILTERED), F.col("seq")))
     # the columns of the records as written: a staged ledger's probe columns are null on these, and each read
     # column is decoded for every record of the ledger
     probed = set(data.probes.columns()) if data.probes is not None else set()
@@ -214,7 +217,8 @@ def load_connections(data: AuditData) -> list[tuple]:
         closed.add(r.conn)
         c.end_file, c.end_pos, c.reason, c.close_events = r.file, r.pos, r.reason, r.events
     # connections without a close record end where their records end
-    last_by = {r.ev_conn: r["last"] for r in per_conn if r["last"] is not None}
+    last_by = _last_positions(data, {r.ev_conn: r["last"] for r in per_conn if r["last"] is not None
+                                     and r.ev_conn in seen and seen[r.ev_conn].reason is None})
     for c in seen.values():
         if c.reason is None:
             lr = last_by.get(c.conn)
@@ -231,6 +235,21 @@ def load_connections(data: AuditData) -> list[tuple]:
         c.policy_id = policies.setdefault(c.policy(), len(policies))
     data.connections = sorted(seen.values(), key=lambda c: c.conn)
     return out
+
+
+def _last_positions(data: AuditData, last_seq: dict[int, int]) -> dict[int, Any]:
+    """Per connection of `last_seq` (conn -> the seq of its last sent/filtered ev record), that record's (file,
+    end): the greatest where records share the seq. One small job, and only when a connection has no close
+    record."""
+    if not last_seq:
+        return {}
+    F = _F()
+    at = F.lit(False)
+    for conn, seq in last_seq.items():
+        at = at | ((F.col("conn") == conn) & (F.col("seq") == seq))
+    rows = (data.ledger.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED) & at)
+            .groupBy("conn").agg(F.max(F.struct("file", "end")).alias("last")).collect())
+    return {r.conn: r["last"] for r in rows}
 
 
 # The small driver-side tables (connections, files, the rule table) reach the big ones as literal maps looked up
@@ -1365,15 +1384,16 @@ def check_continuity(data: AuditData, totals: list[Any]) -> list[tuple]:
     """Check 6 from `ledger_totals`' rows: the holes (not a GTID connect's) per (connection, why)."""
     out: list[tuple] = []
     by = {c.conn: c for c in data.connections if c.capability < CAP_TOLERATE_HOLES}
-    for r in totals:
-        if r.kind != "hole" or r.conn not in by:
-            continue
+    holes = [r for r in totals if r.kind == "hole" and r.conn in by]
+    first = _first_holes(data, {r.conn for r in holes}) if holes else {}
+    for r in holes:
         c = by[r.conn]
         documented = c.compat == "mariadb" and r.why == "skip_replication"
         sev = "warning" if documented else "error"
         note = (" (MariaDB 10.11's own behaviour, --compat mariadb: the replica's positions are wrong after a "
                 "reconnect)" if documented else "")
-        out.append(finding(6, sev, r.conn, r.first.file, r.first.start,
+        at = first[(r.conn, r.why)]
+        out.append(finding(6, sev, r.conn, at.file, at.start,
                            f"{r.n} hole(s) (why {r.why}) in the stream of a capability {c.capability} connection, "
                            f"which cannot tolerate holes{note}"))
     return out
@@ -1611,11 +1631,22 @@ def _action_kind(F: Any) -> Any:
 
 
 def ledger_totals(data: AuditData) -> list[Any]:
-    """One job for what checks 6, 9 and 10 sum over the ev records: per (conn, action as the summary counts it,
-    and for holes their why) the events, stored bytes, sent bytes and the first position. A policy run that fits the
-    binlog adds its sent events and, per action, the events its type rules filtered (`run_counts`; first position:
-    the run's, check 6 reads it only for holes, which no type rule gives a connection that cannot take them). Each
-    reader sums the rows it needs (`_sum_groups`: null where Spark's sum over those records would be null)."""
+    """One job for what checks 6, 9 and 10 sum over the ev records (`_total_rows`): per (conn, action as the
+    summary counts it, and for holes their why) the events, stored bytes and sent bytes. Each reader sums the rows
+    it needs (`_sum_groups`: null where Spark's sum over those records would be null). Sums only: a hash aggregate
+    (the first position, a struct, made it a sort-based one over every record; check 6 looks it up for the holes it
+    reports: `_first_holes`)."""
+    F = _F()
+    return (_total_rows(data).groupBy("conn", "kind", "why")
+            .agg(F.sum("n").alias("n"), F.sum("len").alias("len"), F.sum("sent").alias("sent"))
+            .collect())
+
+
+def _total_rows(data: AuditData) -> Any:
+    """`ledger_totals`' rows: per ev record (not a policy run that fits the binlog) its action as the summary counts
+    it, why (holes), events, stored and sent bytes and position; a policy run that fits adds its sent events and,
+    per action, the events its type rules filtered (`run_counts`; position: the run's, check 6 reads it only for
+    holes, which no type rule gives a connection that cannot take them)."""
     F = _F()
     kind = _action_kind(F)
     cols = ["conn", "kind", "why", "n", "len", "sent", "file", "start"]
@@ -1636,10 +1667,16 @@ def ledger_totals(data: AuditData) -> list[Any]:
         X = (run_counts(data).select("conn", "file", "start", F.explode(F.array(*parts)).alias("p"))
              .filter(F.col("p.n") > 0).select("conn", "p.kind", "p.why", "p.n", "p.len", "p.sent", "file", "start"))
         R = R.select(*cols).unionByName(X.select(*[F.col(c).cast(R.schema[c].dataType) for c in cols]))
-    return (R.groupBy("conn", "kind", "why")
-            .agg(F.sum("n").alias("n"), F.sum("len").alias("len"), F.sum("sent").alias("sent"),
-                 F.min(F.struct("file", "start")).alias("first"))
-            .collect())
+    return R
+
+
+def _first_holes(data: AuditData, conns: set[int]) -> dict[tuple[int, str | None], Any]:
+    """The first (file, start) of the holes of `conns` per (conn, why), from `_total_rows`: one small job, only
+    when check 6 has holes to report."""
+    F = _F()
+    rows = (_total_rows(data).filter((F.col("kind") == "hole") & F.col("conn").isin(sorted(conns)))
+            .groupBy("conn", "why").agg(F.min(F.struct("file", "start")).alias("first")).collect())
+    return {(r.conn, r.why): r.first for r in rows}
 
 
 def _sum_groups(values: list[int | None]) -> int | None:
