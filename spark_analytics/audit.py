@@ -25,9 +25,10 @@ from .binlog_stage import Staged, crc_failures, read_staged, stage_events, stage
 from .ledger import (
     LedgerError,
     LedgerFiles,
+    SeqStats,
     ledger_files,
     read_ledger,
-    seqs_distinct,
+    seq_stats,
     stage_ledger,
     strict_tables,
 )
@@ -75,6 +76,7 @@ class Inputs:
     staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
     ledger_rows: int | None = None  # the staged ledger's records (pyarrow's parse); None: counted by Spark
     ledger_seqs_distinct: bool = False  # every staged record has its own seq (`ledger.seqs_distinct`)
+    ledger_seq_stats: SeqStats | None = None  # the staged records' seqs (`ledger.seq_stats`); None: Spark counts
     probes: Probes | None = None  # the staged ledger's `record_probes` columns; None: Spark finds them
 
     def remove_staged(self) -> None:
@@ -130,7 +132,9 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
         inputs.staged_ledger = stage_ledger(lf, tables=tables, dictionary=inputs.probes.small_columns()
                                             if inputs.probes is not None else None)
         inputs.ledger_rows = sum(t.num_rows for t in tables)
-        inputs.ledger_seqs_distinct = seqs_distinct([t.column("seq") for t in tables])
+        inputs.ledger_seq_stats = seq_stats([t.column("seq") for t in tables])
+        inputs.ledger_seqs_distinct = (inputs.ledger_seq_stats.nulls == 0
+                                       and inputs.ledger_seq_stats.distinct == inputs.ledger_seq_stats.n)
     return inputs
 
 
@@ -222,6 +226,7 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
                                 binlog_dir=binlog_dir, torn=lf.torn, relays=relays,
                                 strict_ledger=inputs.staged_ledger is not None,
                                 seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct,
+                                seq_stats=inputs.ledger_seq_stats if inputs.staged_ledger is not None else None,
                                 probes=probes)
         checks.drop_repeated_records(data)
         conn_findings = checks.load_connections(data)  # reads the ledger only

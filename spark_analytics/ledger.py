@@ -155,16 +155,31 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[A
 def seqs_distinct(columns: list[Any]) -> bool:
     """Whether the `seq` columns (pyarrow) of every record have no null and no two the same: then no line is
     repeated byte for byte, and `checks.drop_repeated_records` has nothing to drop."""
+    stats = seq_stats(columns)
+    return stats.nulls == 0 and stats.distinct == stats.n
+
+
+@dataclass(frozen=True)
+class SeqStats:
+    """The records' seqs (`seq_stats`): what check 10's seq test (`checks.ledger_seqs`) aggregates."""
+
+    lo: int | None  # the least seq (None: no record has one)
+    hi: int | None
+    n: int  # records with a seq
+    distinct: int  # distinct seqs
+    nulls: int  # records without one
+
+
+def seq_stats(columns: list[Any]) -> SeqStats:
+    """`SeqStats` of the `seq` columns (pyarrow) of the ledger's tables as written."""
     import numpy as np
     import pyarrow as pa
 
-    if not columns:
-        return True
     seq = pa.chunked_array([c for col in columns for c in col.chunks], pa.int64())
-    if seq.null_count:
-        return False
-    values = seq.to_numpy()
-    return len(np.unique(values)) == len(values)
+    values = seq.drop_null().to_numpy()
+    if not len(values):
+        return SeqStats(None, None, 0, 0, seq.null_count)
+    return SeqStats(int(values.min()), int(values.max()), len(values), len(np.unique(values)), seq.null_count)
 
 
 def read_ledger(spark: Any, files: LedgerFiles, staged: Path | None = None, extra_ddl: str = "") -> Any:
