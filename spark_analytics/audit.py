@@ -75,7 +75,6 @@ class Inputs:
     staged: Staged | None = None  # a larger directory's events staged as Parquet (`binlog_stage`); None: neither
     staged_ledger: Path | None = None  # the ledger staged as Parquet (`ledger.stage_ledger`); None: Spark's JSON
     ledger_rows: int | None = None  # the staged ledger's records (pyarrow's parse); None: counted by Spark
-    ledger_seqs_distinct: bool = False  # every staged record has its own seq (`ledger.seqs_distinct`)
     ledger_seq_stats: SeqStats | None = None  # the staged records' seqs (`ledger.seq_stats`); None: Spark counts
     probes: Probes | None = None  # the staged ledger's `record_probes` columns; None: Spark finds them
 
@@ -120,7 +119,7 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
             inputs.crc_bad = crc_failures(inputs.events)
         elif stage and files:
             inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")),
-                                         processes=None if cores is None else min(cores, stage_processes(files)))
+                                         processes=stage_processes(files, cores))
         tables = parsing.result() if parsing is not None else None
     if tables is not None:
         events = (event_tables_of(inputs.events) if inputs.events is not None else
@@ -133,8 +132,6 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
                                             if inputs.probes is not None else None)
         inputs.ledger_rows = sum(t.num_rows for t in tables)
         inputs.ledger_seq_stats = seq_stats([t.column("seq") for t in tables])
-        inputs.ledger_seqs_distinct = (inputs.ledger_seq_stats.nulls == 0
-                                       and inputs.ledger_seq_stats.distinct == inputs.ledger_seq_stats.n)
     return inputs
 
 
@@ -225,7 +222,6 @@ def _audit(spark: Any, ledger_dir: Path, progress: Callable[[str], None], inputs
         data = checks.AuditData(spark=spark, events=None, ledger=L, files=names, file_stats={},
                                 binlog_dir=binlog_dir, torn=lf.torn, relays=relays,
                                 strict_ledger=inputs.staged_ledger is not None,
-                                seqs_distinct=inputs.staged_ledger is not None and inputs.ledger_seqs_distinct,
                                 seq_stats=inputs.ledger_seq_stats if inputs.staged_ledger is not None else None,
                                 probes=probes)
         checks.drop_repeated_records(data)

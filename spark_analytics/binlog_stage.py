@@ -88,9 +88,10 @@ def crc_failures(events: Any) -> int:
     return int(pc.sum(pc.equal(events.column("crc_ok"), False)).as_py() or 0)
 
 
-def stage_processes(files: Sequence[Path]) -> int:
-    """Staging processes for `files` by default: one per BYTES_PER_PROCESS, at most the usable cores."""
-    return max(1, min(usable_cores(), -(-sum(f.stat().st_size for f in files) // BYTES_PER_PROCESS)))
+def stage_processes(files: Sequence[Path], cores: int | None = None) -> int:
+    """Staging processes for `files`: one per BYTES_PER_PROCESS, at most `cores` (None: the usable cores)."""
+    limit = usable_cores() if cores is None else cores
+    return max(1, min(limit, -(-sum(f.stat().st_size for f in files) // BYTES_PER_PROCESS)))
 
 
 def stage_events(files: Sequence[Path], out_dir: Path, processes: int | None = None,

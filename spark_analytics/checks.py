@@ -16,7 +16,6 @@ import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from binlogd.protocol.constants import (
@@ -109,8 +108,8 @@ class AuditData:
     run_counts: dict[int | None, int] = field(default_factory=dict)
     filtered_records: int | None = None  # the FILTERED ev records (`load_connections`); None: not counted
     strict_ledger: bool = False  # the ledger was parsed strictly (staged): no `_corrupt_record` can be set
-    seqs_distinct: bool = False  # every record has its own seq (staged ledger): no line repeated byte for byte
-    seq_stats: Any = None  # the records' seqs as pyarrow parsed them (`ledger.SeqStats`); None: Spark counts them
+    # the records' seqs as pyarrow parsed them (`ledger.SeqStats`, staged ledger); None: Spark counts them
+    seq_stats: Any = None
     runs: Any = None  # `run_counts`: the policy runs with the events their type rules filtered, per action
     run_slices: Any = None  # the same per run and timeline slice (`run_counts`)
     # `rule_suspects`' records with their class counts, counted in `run_counts`' job (None: counted by itself)
@@ -144,12 +143,12 @@ def drop_repeated_records(data: AuditData) -> None:
     times"): the other checks read each record once, so a copied line is not also an overlap. `data.raw_ledger`
     keeps the records as written. Cached, not checkpointed: its lineage is short (the ledger's scan and one
     aggregate), and the cache is filled by `load_connections`' job, where a checkpoint is a job of its own. A
-    ledger whose records all have their own seq (`seqs_distinct`, known from pyarrow's parse) has no repeated
+    ledger whose records all have their own seq (`SeqStats.all_distinct`, known from pyarrow's parse) has no repeated
     line: read as it is (no aggregate of every column, no cache)."""
     L = data.ledger
     if data.raw_ledger is None:
         data.raw_ledger = L
-    if data.seqs_distinct:
+    if data.seq_stats is not None and data.seq_stats.all_distinct:
         return
     data.ledger = L.dropDuplicates([c for c in L.columns if c != "ledger_file"]).cache()
     data.cached.append(data.ledger)
@@ -1583,21 +1582,20 @@ def ledger_seqs(data: AuditData) -> tuple[list[tuple], frozenset[int]]:
         S = S.unionByName(data.spark.createDataFrame([(q, None, c) for q, c in kept_seqs],
                                                      "seq BIGINT, ledger_file STRING, conn BIGINT"))
     if data.seq_stats is not None and not kept_seqs:  # counted when the ledger was parsed (staged): no job
-        st = data.seq_stats
-        agg = SimpleNamespace(lo=st.lo, hi=st.hi, n=st.n, d=st.distinct)
-    else:
+        agg = data.seq_stats
+    else:  # the same fields as `ledger.SeqStats`
         agg = S.agg(F.min("seq").alias("lo"), F.max("seq").alias("hi"), F.count("*").alias("n"),
-                    F.countDistinct("seq").alias("d")).collect()[0]
+                    F.countDistinct("seq").alias("distinct")).collect()[0]
     if agg.n == 0:
         out.append(finding(10, "error", None, None, None, "the ledger holds no records"))
         return out, frozenset()
-    if agg.d != agg.n:
+    if agg.distinct != agg.n:
         for r in S.groupBy("seq").agg(F.count("*").alias("k"), F.first("ledger_file").alias("f"),
                                       F.first("conn").alias("conn")).filter(F.col("k") > 1).limit(100).collect():
             out.append(finding(10, "error", r.conn, r.f, r.seq, f"record seq {r.seq} appears {r.k} times "
                                                                 "(duplicated record)"))
     lost: set[int] = {c for _, c in kept_seqs if c is not None}
-    if agg.d != agg.hi - agg.lo + 1:
+    if agg.distinct != agg.hi - agg.lo + 1:
         w = Window.orderBy("seq")
         G = (S.dropDuplicates(["seq"]).withColumn("prev", F.lag("seq").over(w))
              .withColumn("prev_conn", F.lag("conn").over(w)).filter(F.col("seq") - F.col("prev") > 1))

@@ -155,8 +155,7 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[A
 def seqs_distinct(columns: list[Any]) -> bool:
     """Whether the `seq` columns (pyarrow) of every record have no null and no two the same: then no line is
     repeated byte for byte, and `checks.drop_repeated_records` has nothing to drop."""
-    stats = seq_stats(columns)
-    return stats.nulls == 0 and stats.distinct == stats.n
+    return seq_stats(columns).all_distinct
 
 
 @dataclass(frozen=True)
@@ -168,6 +167,11 @@ class SeqStats:
     n: int  # records with a seq
     distinct: int  # distinct seqs
     nulls: int  # records without one
+
+    @property
+    def all_distinct(self) -> bool:
+        """Every record has its own seq (`seqs_distinct`)."""
+        return self.nulls == 0 and self.distinct == self.n
 
 
 def seq_stats(columns: list[Any]) -> SeqStats:
