@@ -50,6 +50,32 @@ SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:MetaspaceSize=128m"
 # compiler threads' work not paid back within a 3-minute run (benchmarks/README.md, "seventh session"). Above this
 # size (10 M events: 0.7 GB) not measured: C2 kept.
 C1_INPUT_BYTES = 256 << 20
+# Above C1_INPUT_BYTES C2 compiles the audit's hot loops (Spark's generated stage code, the Parquet reader, the hash
+# maps), but not the code that only builds them: Janino compiling the generated Java, ANTLR, ASM, the Java
+# serialization of tasks, class loading, Scala reflection. Those methods stay at C1's optimized tier. A JFR profile
+# of the 10 M-event audit: 75.8 CPU s of C2 compilation, 27 of them on these packages (Janino alone 13.1). Same
+# code, alternating in-process pairs at 10 M: 70.6 / 76.6 s and 77.5 / 81.8 s, JVM 105.5 / 121.6 and 117.8 / 126.7
+# CPU s (benchmarks/README.md, "sixteenth session").
+C2_EXCLUDED = ("org/codehaus/*.*", "org/antlr/*.*", "jdk/internal/org/objectweb/*.*", "org/apache/xbean/*.*",
+               "java/io/ObjectInputStream*.*", "java/io/ObjectOutputStream*.*", "java/io/ObjectStreamClass*.*",
+               "jdk/internal/loader/*.*", "scala/reflect/*.*")
+
+
+def compiler_directives() -> str:
+    """The HotSpot compiler directives (JEP 165) that keep C2 off C2_EXCLUDED: JSON with quoted keys."""
+    import json
+
+    return json.dumps([{"match": list(C2_EXCLUDED), "c2": {"Exclude": True}}])
+
+
+def large_jvm_options(directory: Path) -> str:
+    """The driver JVM options of a large one-audit run: the compiler directives, written to a file in `directory`
+    (read once, as the JVM starts)."""
+    path = Path(directory) / "c2-directives.json"
+    path.write_text(compiler_directives())
+    return f"-XX:+UnlockDiagnosticVMOptions -XX:CompilerDirectivesFile={path}"
+
+
 # A small audit's time is Spark jobs and stages, not rows. Adaptive execution runs every shuffle stage as a job of
 # its own and re-plans the whole query after each (the findings of checks 1-5 are one wide plan); without it and
 # with 2 shuffle partitions (the machine's cores), the 20 000-event audit ran 59 jobs, 118 stages, 384 tasks
@@ -267,7 +293,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
                   register_source: bool = True) -> Any:
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
     Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
-    process (the CLI): at most C1_INPUT_BYTES starts the driver JVM with C1 only, at most SMALL_INPUT_BYTES plans
+    process (the CLI): at most C1_INPUT_BYTES starts the driver JVM with C1 only (above, C2 off the code that
+    only builds the plans and tasks: `large_jvm_options`), at most SMALL_INPUT_BYTES plans
     without adaptive execution (SMALL_INPUT_SETTINGS). None (not known; a session
     that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits. `register_source`
     False: the data source is registered when an audit first reads with it (`run_audit`), not here."""
@@ -290,6 +317,12 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
                                                      + SMALL_JVM_OPTIONS).strip()
     if input_size is not None and input_size <= SMALL_INPUT_BYTES:
         settings = {**settings, **{k: v for k, v in SMALL_INPUT_SETTINGS.items() if k not in (conf or {})}}
+    directives = None
+    if input_size is not None and input_size > C1_INPUT_BYTES and "CompilerDirectivesFile" not in settings.get(
+            "spark.driver.extraJavaOptions", ""):
+        directives = tempfile.TemporaryDirectory(prefix="binlogd-audit-jvm-")
+        settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
+                                                     + large_jvm_options(Path(directives.name))).strip()
     from pyspark import SparkContext
 
     # a JVM already running (getOrCreate in a process that had a session) is not started again: no archive to make
@@ -307,7 +340,11 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
                                                      + quiet_logging(log_file)).strip()
     for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if directives is not None:  # read by the JVM as it started
+            directives.cleanup()
     spark.sparkContext.setLogLevel("ERROR")
     if register_source:  # imported here: the data source's modules are not needed to start the JVM
         from .binlog_source import register

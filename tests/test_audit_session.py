@@ -4,6 +4,7 @@ a small input's session."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,6 +81,37 @@ def test_small_input_session_pages_and_metaspace(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     assert "PAGE 1m" in out.stdout, out.stdout
     assert "-XX:MetaspaceSize=128m" in out.stdout and "-XX:TieredStopAtLevel=1" in out.stdout, out.stdout
+
+
+LARGE = """
+from pathlib import Path
+from binlogd.spark_analytics import session
+spark = session.build_session("local[1]", input_size=session.C1_INPUT_BYTES + 1)
+jvm = spark.sparkContext._jvm
+args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+print("ARGS", " ".join(a for a in args if "Compiler" in a or "Tiered" in a))
+path = next(a.split("=", 1)[1] for a in args if a.startswith("-XX:CompilerDirectivesFile="))
+print("LEFT", Path(path).exists())
+print("SUM", spark.range(1000).selectExpr("sum(id)").first()[0])
+"""
+
+
+def test_large_input_session_keeps_c2_off_the_planning_code(tmp_path: Path) -> None:
+    """A large one-audit session (above C1_INPUT_BYTES): C2 kept, except for the code that only builds plans and
+    tasks (`session.C2_EXCLUDED`), as HotSpot compiler directives the JVM parsed at its start; their file is removed
+    once the JVM is up, and the session runs jobs."""
+    from binlogd.spark_analytics import session
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    out = subprocess.run([sys.executable, "-c", LARGE], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "-XX:CompilerDirectivesFile=" in out.stdout and "TieredStopAtLevel" not in out.stdout, out.stdout
+    assert "LEFT False" in out.stdout and "SUM 499500" in out.stdout, out.stdout
+    # HotSpot's line as it parsed the file at its start (a file it cannot parse stops the JVM)
+    assert "1 compiler directives added" in out.stdout + out.stderr, out.stdout + out.stderr[-3000:]
+    (directive,) = json.loads(session.compiler_directives())
+    assert directive == {"match": list(session.C2_EXCLUDED), "c2": {"Exclude": True}}
 
 
 @pytest.mark.parametrize(("master", "cores"), [
