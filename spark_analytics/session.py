@@ -68,12 +68,16 @@ def compiler_directives() -> str:
     return json.dumps([{"match": list(C2_EXCLUDED), "c2": {"Exclude": True}}])
 
 
-def large_jvm_options(directory: Path) -> str:
+def large_jvm_options(directory: Path, log_file: Path | None = None) -> str:
     """The driver JVM options of a large one-audit run: the compiler directives, written to a file in `directory`
-    (read once, as the JVM starts)."""
+    (read once, as the JVM starts). HotSpot prints a line on its stdout as it reads them: with `log_file` (the
+    CLI's Spark log) the VM's own output goes to `<log_file>.jvm.log` instead of the terminal, without it to
+    stderr (stdout is the caller's)."""
     path = Path(directory) / "c2-directives.json"
     path.write_text(compiler_directives())
-    return f"-XX:+UnlockDiagnosticVMOptions -XX:CompilerDirectivesFile={path}"
+    out = (f"-XX:-DisplayVMOutput -XX:+LogVMOutput -XX:LogFile={Path(log_file).resolve()}.jvm.log"
+           if log_file is not None else "-XX:+DisplayVMOutputToStderr")
+    return f"-XX:+UnlockDiagnosticVMOptions -XX:CompilerDirectivesFile={path} {out}"
 
 
 # A small audit's time is Spark jobs and stages, not rows. Adaptive execution runs every shuffle stage as a job of
@@ -322,7 +326,7 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
             "spark.driver.extraJavaOptions", ""):
         directives = tempfile.TemporaryDirectory(prefix="binlogd-audit-jvm-")
         settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
-                                                     + large_jvm_options(Path(directives.name))).strip()
+                                                     + large_jvm_options(Path(directives.name), log_file)).strip()
     from pyspark import SparkContext
 
     # a JVM already running (getOrCreate in a process that had a session) is not started again: no archive to make
