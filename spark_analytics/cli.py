@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="where the report is written")
     p.add_argument("--master", default=None, metavar="URL",
                    help="Spark master (default local[*]; spark://host:7077 for a standalone cluster)")
-    p.add_argument("--driver-memory", default=None, metavar="SIZE", help="Spark driver memory (default 2g)")
+    p.add_argument("--driver-memory", default=None, metavar="SIZE",
+                   help="Spark driver memory (default 2g; inputs above 256 MB: 6g, at most a quarter of the "
+                        "machine's memory)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 

@@ -80,6 +80,22 @@ def large_jvm_options(directory: Path, log_file: Path | None = None) -> str:
     return f"-XX:+UnlockDiagnosticVMOptions -XX:CompilerDirectivesFile={path} {out}"
 
 
+# Above C1_INPUT_BYTES the driver (the executor too, in local mode) gets a larger heap: with 2g the 10 M-event audit
+# collected garbage for seconds more. CLI pairs at 10 M, alternating: 64.3 / 71.9 s and 66.2 / 74.2 s with 6g /
+# 2g (benchmarks/README.md, "sixteenth session"). At most a quarter of the machine's memory, at least 2g.
+LARGE_DRIVER_MEMORY_GB = 6
+
+
+def large_driver_memory() -> str:
+    """The driver memory of a large one-audit run (`--driver-memory` overrides it): LARGE_DRIVER_MEMORY_GB, at most
+    a quarter of the machine's physical memory, at least DEFAULTS' 2g."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not known on this platform
+        return DEFAULTS["spark.driver.memory"]
+    return f"{max(2, min(LARGE_DRIVER_MEMORY_GB, (total // 4) >> 30))}g"
+
+
 # A small audit's time is Spark jobs and stages, not rows. Adaptive execution runs every shuffle stage as a job of
 # its own and re-plans the whole query after each (the findings of checks 1-5 are one wide plan); without it and
 # with 2 shuffle partitions (the machine's cores), the 20 000-event audit ran 59 jobs, 118 stages, 384 tasks
@@ -298,7 +314,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
     Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
     process (the CLI): at most C1_INPUT_BYTES starts the driver JVM with C1 only (above, C2 off the code that
-    only builds the plans and tasks: `large_jvm_options`), at most SMALL_INPUT_BYTES plans
+    only builds the plans and tasks: `large_jvm_options`, and `large_driver_memory` unless `conf` sets it), at most
+    SMALL_INPUT_BYTES plans
     without adaptive execution (SMALL_INPUT_SETTINGS). None (not known; a session
     that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits. `register_source`
     False: the data source is registered when an audit first reads with it (`run_audit`), not here."""
@@ -321,6 +338,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
                                                      + SMALL_JVM_OPTIONS).strip()
     if input_size is not None and input_size <= SMALL_INPUT_BYTES:
         settings = {**settings, **{k: v for k, v in SMALL_INPUT_SETTINGS.items() if k not in (conf or {})}}
+    if input_size is not None and input_size > C1_INPUT_BYTES and "spark.driver.memory" not in (conf or {}):
+        settings["spark.driver.memory"] = large_driver_memory()
     directives = None
     if input_size is not None and input_size > C1_INPUT_BYTES and "CompilerDirectivesFile" not in settings.get(
             "spark.driver.extraJavaOptions", ""):

@@ -94,6 +94,7 @@ print("ARGS", " ".join(a for a in args if "Compiler" in a or "Tiered" in a))
 path = next(a.split("=", 1)[1] for a in args if a.startswith("-XX:CompilerDirectivesFile="))
 print("LEFT", Path(path).exists())
 print("SUM", spark.range(1000).selectExpr("sum(id)").first()[0])
+print("MEMORY", spark.sparkContext.getConf().get("spark.driver.memory"), session.large_driver_memory())
 """
 
 
@@ -115,8 +116,22 @@ def test_large_input_session_keeps_c2_off_the_planning_code(tmp_path: Path) -> N
     # beside Spark's, not on the terminal (the CLI's progress bar)
     assert "1 compiler directives added" in (tmp_path / "out" / "spark.log.jvm.log").read_text()
     assert "directives added" not in out.stdout + out.stderr, out.stdout + out.stderr
+    # the larger heap (no `--driver-memory` given)
+    (memory,) = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("MEMORY")]
+    assert memory[0] == memory[1], memory
     (directive,) = json.loads(session.compiler_directives())
     assert directive == {"match": list(session.C2_EXCLUDED), "c2": {"Exclude": True}}
+
+
+@pytest.mark.parametrize(("gib", "memory"), [(1, "2g"), (8, "2g"), (16, "4g"), (24, "6g"), (512, "6g")])
+def test_large_driver_memory_is_a_quarter_of_the_machine(monkeypatch: pytest.MonkeyPatch, gib: int,
+                                                        memory: str) -> None:
+    """A large audit's driver heap: 6g, at most a quarter of the machine's memory, at least the default 2g."""
+    from binlogd.spark_analytics import session
+
+    monkeypatch.setattr(session.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096,
+                                                             "SC_PHYS_PAGES": gib * (1 << 30) // 4096}[name])
+    assert session.large_driver_memory() == memory
 
 
 @pytest.mark.parametrize(("master", "cores"), [
