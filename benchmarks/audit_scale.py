@@ -284,7 +284,8 @@ def main() -> int:
         shutil.rmtree(args.work, ignore_errors=True)
         names, n = write_binlogs(binlogs, args.events)
     size = sum((binlogs / f).stat().st_size for f in names)
-    print(f"binlogs: {n:,} events, {len(names)} files, {size / 1e6:.0f} MB", flush=True)
+    counted = f"{n:,} events" if not args.reuse else "reused (events: each audit's summary counts them)"
+    print(f"binlogs: {counted}, {len(names)} files, {size / 1e6:.0f} MB", flush=True)
     if args.decode_only:
         decode_only(binlogs, names)
         if not args.keep:
