@@ -68,16 +68,39 @@ def compiler_directives() -> str:
     return json.dumps([{"match": list(C2_EXCLUDED), "c2": {"Exclude": True}}])
 
 
-def large_jvm_options(directory: Path, log_file: Path | None = None) -> str:
+def large_jvm_options(directory: Path) -> str:
     """The driver JVM options of a large one-audit run: the compiler directives, written to a file in `directory`
-    (read once, as the JVM starts). HotSpot prints a line on its stdout as it reads them: with `log_file` (the
-    CLI's Spark log) the VM's own output goes to `<log_file>.jvm.log` instead of the terminal, without it to
-    stderr (stdout is the caller's)."""
+    (read once, as the JVM starts). HotSpot prints a line as it reads them: on stderr, not on the caller's stdout
+    (with a log file, `build_session` sends the JVM's stderr there)."""
     path = Path(directory) / "c2-directives.json"
     path.write_text(compiler_directives())
-    out = (f"-XX:-DisplayVMOutput -XX:+LogVMOutput -XX:LogFile={Path(log_file).resolve()}.jvm.log"
-           if log_file is not None else "-XX:+DisplayVMOutputToStderr")
-    return f"-XX:+UnlockDiagnosticVMOptions -XX:CompilerDirectivesFile={path} {out}"
+    return f"-XX:+UnlockDiagnosticVMOptions -XX:CompilerDirectivesFile={path} -XX:+DisplayVMOutputToStderr"
+
+
+def jvm_output_path(log_file: Path) -> Path:
+    """Where the driver JVM's own stdout and stderr go when Spark's log goes to `log_file`."""
+    return Path(f"{Path(log_file).resolve()}.jvm.log")
+
+
+def _launch_gateway(master: str, app_name: str, settings: dict[str, str], out: Path) -> None:
+    """Start the driver JVM as `getOrCreate` would (pyspark's `launch_gateway`, the same options), with its stdout and
+    stderr in `out`: the lines the JVM itself prints (the module system's warning about Spark's incubator module,
+    HotSpot's notes) are not the CLI's output and broke into its progress bar. `getOrCreate` then uses this JVM. A
+    JVM that does not start raises with what it said."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf().setMaster(master).setAppName(app_name)
+    for k, v in settings.items():
+        conf.set(k, v)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with out.open("ab") as f:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": f, "stderr": f})
+    except Exception as e:
+        said = out.read_text(errors="replace").strip()[-2000:] if out.is_file() else ""
+        raise RuntimeError(f"{e} The JVM said ({out}): {said}" if said else str(e)) from e
+    SparkContext._gateway, SparkContext._jvm = gateway, gateway.jvm
 
 
 # Above C1_INPUT_BYTES the driver (the executor too, in local mode) gets a larger heap: with 2g the 10 M-event audit
@@ -312,13 +335,13 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
                   log_file: Path | None = None, input_size: int | None = None, make_class_archive: bool = False,
                   register_source: bool = True) -> Any:
     """A SparkSession with the binlog data source registered (getOrCreate: one per process); with `log_file`
-    Spark's own log goes there instead of the terminal. `input_size` (bytes, see `input_bytes`) of a one-audit
-    process (the CLI): at most C1_INPUT_BYTES starts the driver JVM with C1 only (above, C2 off the code that
-    only builds the plans and tasks: `large_jvm_options`, and `large_driver_memory` unless `conf` sets it), at most
-    SMALL_INPUT_BYTES plans
-    without adaptive execution (SMALL_INPUT_SETTINGS). None (not known; a session
-    that runs many audits, e.g. a test module's): C2 kept, it pays back over the later audits. `register_source`
-    False: the data source is registered when an audit first reads with it (`run_audit`), not here."""
+    Spark's own log goes there instead of the terminal, and the JVM's own stdout and stderr to `jvm_output_path`.
+    `input_size` (bytes, see `input_bytes`) of a one-audit process (the CLI): at most C1_INPUT_BYTES starts the
+    driver JVM with C1 only (above, C2 off the code that only builds the plans and tasks: `large_jvm_options`, and
+    `large_driver_memory` unless `conf` sets it), at most SMALL_INPUT_BYTES plans without adaptive execution
+    (SMALL_INPUT_SETTINGS). None (not known; a session that runs many audits, e.g. a test module's): C2 kept, it
+    pays back over the later audits. `register_source` False: the data source is registered when an audit first
+    reads with it (`run_audit`), not here."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -345,7 +368,7 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
             "spark.driver.extraJavaOptions", ""):
         directives = tempfile.TemporaryDirectory(prefix="binlogd-audit-jvm-")
         settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
-                                                     + large_jvm_options(Path(directives.name), log_file)).strip()
+                                                     + large_jvm_options(Path(directives.name))).strip()
     from pyspark import SparkContext
 
     # a JVM already running (getOrCreate in a process that had a session) is not started again: no archive to make
@@ -364,6 +387,8 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     for k, v in settings.items():
         builder = builder.config(k, v)
     try:
+        if log_file is not None and SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+            _launch_gateway(master or DEFAULT_MASTER, app_name, settings, jvm_output_path(log_file))
         spark = builder.getOrCreate()
     finally:
         if directives is not None:  # read by the JVM as it started

@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,21 @@ print(sorted(m for m in sys.modules if m.startswith(("pyspark", "binlogd.protoco
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_jvm_that_does_not_start_is_named_with_what_it_said(tmp_path: Path) -> None:
+    """The driver JVM's own output goes to a file beside spark.log (not the terminal): a JVM that does not start
+    (here a bad `--driver-memory`) is exit 2 with its words in the message."""
+    (tmp_path / "b").mkdir()
+    (tmp_path / "l").mkdir()
+    (tmp_path / "l" / "ledger.000001.jsonl").write_text("")
+    exe = Path(sys.executable).parent / "binlogd-audit"
+    out = subprocess.run([str(exe), "--binlog-dir", str(tmp_path / "b"), "--ledger", str(tmp_path / "l"), "--out",
+                          str(tmp_path / "o"), "--quiet", "--driver-memory", "6x"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "could not start Spark" in out.stderr and "Invalid maximum heap size: -Xmx6x" in out.stderr, out.stderr
+    assert "spark.log.jvm.log" in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
 def test_ctrl_c_cancels_the_jobs() -> None:

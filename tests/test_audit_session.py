@@ -114,8 +114,12 @@ def test_large_input_session_keeps_c2_off_the_planning_code(tmp_path: Path) -> N
     assert "LEFT False" in out.stdout and "SUM 499500" in out.stdout, out.stdout
     # HotSpot's line as it parsed the file at its start (a file it cannot parse stops the JVM), in the VM's log
     # beside Spark's, not on the terminal (the CLI's progress bar)
-    assert "1 compiler directives added" in (tmp_path / "out" / "spark.log.jvm.log").read_text()
+    jvm_said = session.jvm_output_path(log).read_text()
+    assert "1 compiler directives added" in jvm_said
     assert "directives added" not in out.stdout + out.stderr, out.stdout + out.stderr
+    # the JVM's own warnings too (Spark 4 adds its incubator vector module: the module system warns on stderr)
+    assert "WARNING" not in out.stderr, out.stderr
+    assert "Using incubator modules" in jvm_said, jvm_said
     # the larger heap (no `--driver-memory` given)
     (memory,) = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("MEMORY")]
     assert memory[0] == memory[1], memory
