@@ -1098,8 +1098,9 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
             C = data.suspect_counts
             if C is None:
                 C = class_counts(data, _to_count(R, pids), classes)
-            counted = C.filter(_disagrees(F, classes, pids, lambda p: F.col("policy_id") == p, F.col("n"))).select(
-                "conn", "file", "start", "end", F.lit(False).alias("whole"))
+            counted = C.filter(_disagrees(F, classes, pids, lambda p: F.col("policy_id") == p, F.col("mode"),
+                                          F.col("n"))).select("conn", "file", "start", "end",
+                                                              F.lit(False).alias("whole"))
         # records that need no count: off the events' boundaries (all of the connection's events: the range means
         # nothing), outside their connection's range, `renamed`; and the records of a connection without a conn
         # record (`with_conn` dropped them)
@@ -1120,14 +1121,24 @@ def rule_suspects(data: AuditData) -> dict[int, list[tuple[str, int, int]] | Non
     return out
 
 
-def _disagrees(F: Any, classes: dict[str, list[int]], pids: dict[int, int], policy_is: Callable[[int], Any],
-               n: Any) -> Any:
-    """Condition on a record with its classes' counts (`n_<class>`): its events do not agree with its connection's
-    rule (`rule_suspects`). `policy_is(p)`: its connection has policy `p` (of `pids`' values); `n`: its events.
-    Branches on the record's own columns, each policy's counts only in its branch: one comparison per record."""
+def _suspect_mode(F: Any) -> Any:
+    """What a record is checked against (`rule_suspects`): 1, its action's class covers all its events; 2, the three
+    classes (not sent) none; 3, `ncap` none (a policy run); 0: nothing (a GTID connect's skip); 4, never agrees
+    (`renamed`)."""
     action = F.col("action")
-    gtid_start = F.coalesce(F.col("why"), F.lit("")) == "gtid_start"
     run = F.coalesce(F.col("policy"), F.lit(0)) > 0
+    return (F.when(action.isin("hole", "dummy", "begin"),
+                   F.when(F.coalesce(F.col("why"), F.lit("")) == "gtid_start", 0).otherwise(1))
+            .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
+
+
+def _disagrees(F: Any, classes: dict[str, list[int]], pids: dict[int, int], policy_is: Callable[[int], Any],
+               mode: Any, n: Any) -> Any:
+    """Condition on a record with its `_suspect_mode` (`mode`) and its classes' counts (`n_<class>`): its events do
+    not agree with its connection's rule (`rule_suspects`; mode 0 and 4 are false here). `policy_is(p)`: its
+    connection has policy `p` (of `pids`' values); `n`: its events. Each policy's counts only in its branch: one
+    comparison per record."""
+    action = F.col("action")
 
     def count(cls: str, p: int) -> Any:
         return F.col(f"n_{cls}{p}") if f"{cls}{p}" in classes else F.lit(0)
@@ -1138,24 +1149,12 @@ def _disagrees(F: Any, classes: dict[str, list[int]], pids: dict[int, int], poli
             v = F.when(policy_is(p), term(p)).otherwise(v)
         return v
 
-    def covers_all(a: str) -> Any:  # a hole/dummy/begin record (not a GTID connect's skip): its class, every event
-        return ~gtid_start & by_policy(lambda p: count(a, p) != n)
-
-    return (F.when(action == "hole", covers_all("hole")).when(action == "dummy", covers_all("dummy"))
-            .when(action == "begin", covers_all("begin"))
-            .when(action == "sent", F.when(run, by_policy(lambda p: count("ncap", p) > 0))
-                  .otherwise(by_policy(lambda p: count("hole", p) + count("dummy", p) + count("begin", p) > 0)))
+    own = {a: by_policy(lambda p, a=a: count(a, p) != n) for a in ("hole", "dummy", "begin")}
+    return (F.when(mode == 1, F.when(action == "hole", own["hole"]).when(action == "dummy", own["dummy"])
+                   .otherwise(own["begin"]))
+            .when(mode == 2, by_policy(lambda p: count("hole", p) + count("dummy", p) + count("begin", p) > 0))
+            .when(mode == 3, by_policy(lambda p: count("ncap", p) > 0))
             .otherwise(F.lit(False)))
-
-
-def _suspect_mode(F: Any) -> Any:
-    """What a record is checked against: 1, its action's class covers all its events; 2, the three classes (not
-    sent) none; 3, `ncap` none (a policy run); 0: nothing (a GTID connect's skip); 4, never agrees (`renamed`)."""
-    action = F.col("action")
-    run = F.coalesce(F.col("policy"), F.lit(0)) > 0
-    return (F.when(action.isin("hole", "dummy", "begin"),
-                   F.when(F.coalesce(F.col("why"), F.lit("")) == "gtid_start", 0).otherwise(1))
-            .when(action == "sent", F.when(run, 3).otherwise(2)).otherwise(4))
 
 
 def _off_bounds(F: Any) -> Any:
@@ -1185,8 +1184,9 @@ def _probed_suspects(data: AuditData) -> Any:
     known = conn.isin(list(pids))
     whole = _off_bounds(F)
     n = F.col("e_ord") - F.col("s_ord") + 1
-    keep = (~known | whole | outside | (F.col("action") == "renamed")
-            | _disagrees(F, classes, pids, lambda p: conn.isin([c for c, q in pids.items() if q == p]), n))
+    mode = _suspect_mode(F)
+    keep = (~known | whole | outside | (mode == 4)
+            | _disagrees(F, classes, pids, lambda p: conn.isin([c for c, q in pids.items() if q == p]), mode, n))
     return R.filter(keep).select("conn", "file", "start", "end", (~known | whole).alias("whole"))
 
 
@@ -1199,8 +1199,7 @@ def _suspect_records(data: AuditData) -> tuple[Any, dict[str, list[int]], dict[i
     probed = data.probes.count_columns() if data.probes is not None else []
     R = with_conn(data, records(data, (*BOUNDS, "policy", *probed)),
                   ("policy_id", "start_fi", "start_pos", "end_fi", "end_pos"))
-    R = R.select("conn", "seq", "file", "start", "end", "action", "why", "policy", "policy_id",
-                 _suspect_mode(F).alias("mode"),
+    R = R.select("conn", "seq", "file", "start", "end", "action", "policy_id", _suspect_mode(F).alias("mode"),
                  _off_bounds(F).alias("whole"), F.coalesce(~in_range(F), F.lit(True)).alias("out"),
                  (F.col("e_ord") - F.col("s_ord") + 1).alias("n"), *probed)
     return R, classes, pids if classes else {}

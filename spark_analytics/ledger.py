@@ -152,12 +152,6 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[A
     return out
 
 
-def seqs_distinct(columns: list[Any]) -> bool:
-    """Whether the `seq` columns (pyarrow) of every record have no null and no two the same: then no line is
-    repeated byte for byte, and `checks.drop_repeated_records` has nothing to drop."""
-    return seq_stats(columns).all_distinct
-
-
 @dataclass(frozen=True)
 class SeqStats:
     """The records' seqs (`seq_stats`): what check 10's seq test (`checks.ledger_seqs`) aggregates."""
@@ -170,7 +164,8 @@ class SeqStats:
 
     @property
     def all_distinct(self) -> bool:
-        """Every record has its own seq (`seqs_distinct`)."""
+        """Every record has its own seq (no null, no two the same): then no line is repeated byte for byte, and
+        `checks.drop_repeated_records` has nothing to drop."""
         return self.nulls == 0 and self.distinct == self.n
 
 

@@ -642,16 +642,16 @@ def test_staged_ledger_gives_the_rows_of_spark_json_read(spark, oracle_scenario:
     assert not (tmp_path / "no").exists()
 
 
-def test_seqs_distinct_tells_when_no_line_can_repeat(oracle_scenario: Scenario, tmp_path: Path) -> None:
-    """`seqs_distinct` (of the tables pyarrow parsed): the ledger as written has one seq per record (the audit
+def test_seq_stats_tell_when_no_line_can_repeat(oracle_scenario: Scenario, tmp_path: Path) -> None:
+    """`SeqStats.all_distinct` (of the tables pyarrow parsed): the ledger as written has one seq per record (the audit
     reads it without `drop_repeated_records`' aggregate); a line repeated byte for byte, a second record with an
     existing seq, or a record without a seq: not distinct (the records are deduplicated as before)."""
-    from binlogd.spark_analytics.ledger import ledger_files, seqs_distinct, strict_tables
+    from binlogd.spark_analytics.ledger import ledger_files, seq_stats, strict_tables
 
     def distinct() -> bool:
         tables = strict_tables(ledger_files(ledger))
         assert tables is not None
-        return seqs_distinct([t.column("seq") for t in tables])
+        return seq_stats([t.column("seq") for t in tables]).all_distinct
 
     ledger = tmp_path / "ledger"
     shutil.copytree(oracle_scenario.ledger_dir, ledger)
