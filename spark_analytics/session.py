@@ -331,6 +331,19 @@ def input_bytes(*paths: Path) -> int:
     return total
 
 
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+def _add_java_options(settings: dict[str, str], options: str, unless: tuple[str, ...] = ()) -> bool:
+    """Append `options` to the driver JVM's options in `settings`, unless they already name one of `unless` (the
+    caller set that option itself); whether they were appended."""
+    have = settings.get(_JAVA_OPTIONS, "")
+    if any(u in have for u in unless):
+        return False
+    settings[_JAVA_OPTIONS] = (have + " " + options).strip()
+    return True
+
+
 def build_session(master: str | None = None, app_name: str = "binlogd-audit", conf: dict[str, str] | None = None,
                   log_file: Path | None = None, input_size: int | None = None, make_class_archive: bool = False,
                   register_source: bool = True) -> Any:
@@ -355,39 +368,34 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or DEFAULT_MASTER)
     settings = {**DEFAULTS, **(conf or {})}
-    if input_size is not None and input_size <= C1_INPUT_BYTES and "TieredStopAtLevel" not in settings.get(
-            "spark.driver.extraJavaOptions", ""):
-        settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
-                                                     + SMALL_JVM_OPTIONS).strip()
+    large = input_size is not None and input_size > C1_INPUT_BYTES
+    if input_size is not None and not large:
+        _add_java_options(settings, SMALL_JVM_OPTIONS, unless=("TieredStopAtLevel",))
     if input_size is not None and input_size <= SMALL_INPUT_BYTES:
         settings = {**settings, **{k: v for k, v in SMALL_INPUT_SETTINGS.items() if k not in (conf or {})}}
-    if input_size is not None and input_size > C1_INPUT_BYTES and "spark.driver.memory" not in (conf or {}):
+    if large and "spark.driver.memory" not in (conf or {}):
         settings["spark.driver.memory"] = large_driver_memory()
     directives = None
-    if input_size is not None and input_size > C1_INPUT_BYTES and "CompilerDirectivesFile" not in settings.get(
-            "spark.driver.extraJavaOptions", ""):
+    if large and "CompilerDirectivesFile" not in settings.get(_JAVA_OPTIONS, ""):
         directives = tempfile.TemporaryDirectory(prefix="binlogd-audit-jvm-")
-        settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
-                                                     + large_jvm_options(Path(directives.name))).strip()
+        _add_java_options(settings, large_jvm_options(Path(directives.name)))
     from pyspark import SparkContext
 
     # a JVM already running (getOrCreate in a process that had a session) is not started again: no archive to make
-    # (under spark-submit the JVM was started before this process: its options are spark-submit's)
-    archive_opts, partial = _archive_options(make_class_archive and SparkContext._gateway is None
-                                             and "PYSPARK_GATEWAY_PORT" not in os.environ)
-    if archive_opts and "SharedArchiveFile" not in settings.get("spark.driver.extraJavaOptions", "") \
-            and "ArchiveClassesAtExit" not in settings.get("spark.driver.extraJavaOptions", ""):
-        settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
-                                                     + archive_opts).strip()
-        if partial is not None:
-            _pending_archive.append(partial)
+    # and no JVM to launch (under spark-submit the JVM was started before this process: its options are
+    # spark-submit's)
+    launching = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    archive_opts, partial = _archive_options(make_class_archive and launching)
+    if archive_opts and _add_java_options(settings, archive_opts,
+                                          unless=("SharedArchiveFile", "ArchiveClassesAtExit")) \
+            and partial is not None:
+        _pending_archive.append(partial)
     if log_file is not None:
-        settings["spark.driver.extraJavaOptions"] = (settings.get("spark.driver.extraJavaOptions", "") + " "
-                                                     + quiet_logging(log_file)).strip()
+        _add_java_options(settings, quiet_logging(log_file))
     for k, v in settings.items():
         builder = builder.config(k, v)
     try:
-        if log_file is not None and SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        if log_file is not None and launching:
             _launch_gateway(master or DEFAULT_MASTER, app_name, settings, jvm_output_path(log_file))
         spark = builder.getOrCreate()
     finally:
