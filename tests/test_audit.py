@@ -665,6 +665,17 @@ def test_seq_stats_tell_when_no_line_can_repeat(oracle_scenario: Scenario, tmp_p
         f.write_bytes(b"".join(lines[:4]) + changed + b"".join(lines[4:]))
         assert not distinct(), changed
 
+
+def test_seq_stats_count_what_they_say() -> None:
+    """`seq_stats` over several tables' chunks: out-of-order seqs, a seq repeated across tables, nulls."""
+    import pyarrow as pa
+    from binlogd.spark_analytics.ledger import SeqStats, seq_stats
+
+    cols = [pa.chunked_array([[5, 3, None], [9]]), pa.chunked_array([[3, 1, None, 7]])]
+    assert seq_stats(cols) == SeqStats(1, 9, 6, 5, 2)
+    assert seq_stats([pa.chunked_array([[None]], pa.int64())]) == SeqStats(None, None, 0, 0, 1)
+    assert seq_stats([pa.chunked_array([[4]])]).all_distinct
+
 # ---- the HTML report, looked at in headless Chromium ---------------------------------------------------------------
 
 
