@@ -1387,21 +1387,6 @@ def filtered_content(data: AuditData) -> Any:
             .agg(F.max("length").alias("length"), F.max("skipped").alias("skipped")))
 
 
-GTIDS_SHOWN = 100  # check 9 lists at most this many GTIDs per connection (and apart, its GTID-connect skips)
-
-
-@dataclass
-class _GtidRow:
-    """One connection's withheld (or GTID-connect skipped) transactions: counts and the first GTIDs."""
-
-    conn: int
-    skipped: bool
-    n: int
-    n_gtids: int
-    bytes: int
-    gtids: list[Any] = field(default_factory=list)
-
-
 def _gtid_summary(rows: list[Any]) -> dict[int, dict[str, Any]]:
     return {r.conn: {"transactions": r.n, "gtids": [f"{g.d}-{g.s}-{g.q}" for g in r.gtids],
                      "gtids_truncated": r.n_gtids > len(r.gtids), "content_bytes": r.bytes} for r in rows}
@@ -1416,9 +1401,7 @@ _AT_BITS = 40
 
 def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
     """Check 5 and check 9: per connection, the transactions withheld (filtered) and, apart, those a GTID connect
-    skipped; GTIDs in numeric order (domain, server, seq), at most GTIDS_SHOWN each."""
-    from pyspark.sql import Window
-
+    skipped; GTIDs in numeric order (domain, server, seq), at most 100 each."""
     F = _F()
     out: list[tuple] = []
     # the first filtered event as one long (file index, position): every buffer of the aggregate fixed-width, a
@@ -1443,26 +1426,14 @@ def check_atomicity(data: AuditData) -> tuple[list[Any], dict[int, dict[str, Any
                                         F.col("trx"), F.col("n_filt"), F.coalesce(F.col("n_in"), F.lit(0)))
                         .alias("message")))
     # check 9: what each connection did not get (withheld transactions and bytes), GTID-connect skips apart
-    is_gtid = ~F.col("trx").contains("#")
-    counts = FC.groupBy("conn", "skipped").agg(F.count("*").alias("n"), F.count(F.when(is_gtid, 1)).alias("n_gtids"),
-                                               F.sum("bytes").alias("bytes"))
-    # the first GTIDS_SHOWN GTIDs by row_number: Spark limits each partition to them before the shuffle
-    # (WindowGroupLimit); sort_array(collect_list) merged every withheld GTID of a connection in one task, 2 of check
-    # 5's 7 CPU s at 10 M events
     parts = F.split(F.col("trx"), "-")
-    gtid = F.struct(*[parts[i].cast("long").alias(k) for i, k in enumerate("dsq")])
-    w = Window.partitionBy("conn", "skipped").orderBy("g.d", "g.s", "g.q")
-    top = (FC.filter(is_gtid).select("conn", "skipped", gtid.alias("g"))
-           .select("conn", "skipped", "g", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= GTIDS_SHOWN))
-    rows = (counts.select("conn", "skipped", "n", "n_gtids", "bytes", F.lit(None).alias("g"), F.lit(0).alias("rn"))
-            .unionByName(top.select("conn", "skipped", F.lit(None).cast("long").alias("n"),
-                                    F.lit(None).cast("long").alias("n_gtids"), F.lit(None).cast("long").alias("bytes"),
-                                    "g", "rn")).collect())
-    gtids: dict[tuple[int, bool], list[Any]] = {}
-    for r in sorted((r for r in rows if r.rn), key=lambda r: r.rn):
-        gtids.setdefault((r.conn, r.skipped), []).append(r.g)
-    agg = [_GtidRow(r.conn, r.skipped, r.n, r.n_gtids, r.bytes, gtids.get((r.conn, r.skipped), []))
-           for r in rows if not r.rn]
+    gtid = F.when(~F.col("trx").contains("#"), F.struct(parts[0].cast("long").alias("d"),
+                                                       parts[1].cast("long").alias("s"),
+                                                       parts[2].cast("long").alias("q")))
+    agg = (FC.withColumn("g", gtid).groupBy("conn", "skipped")
+           .agg(F.count("*").alias("n"), F.count("g").alias("n_gtids"),
+                F.slice(F.sort_array(F.collect_list("g")), 1, 100).alias("gtids"),
+                F.sum("bytes").alias("bytes")).collect())
     div = _gtid_summary([r for r in agg if not r.skipped])
     skipped = _gtid_summary([r for r in agg if r.skipped])
     data.cached.append(FC)  # check 5's findings read it again (`collect_findings`, with every check's)
