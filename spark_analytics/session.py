@@ -375,16 +375,16 @@ def build_session(master: str | None = None, app_name: str = "binlogd-audit", co
         settings = {**settings, **{k: v for k, v in SMALL_INPUT_SETTINGS.items() if k not in (conf or {})}}
     if large and "spark.driver.memory" not in (conf or {}):
         settings["spark.driver.memory"] = large_driver_memory()
-    directives = None
-    if large and "CompilerDirectivesFile" not in settings.get(_JAVA_OPTIONS, ""):
-        directives = tempfile.TemporaryDirectory(prefix="binlogd-audit-jvm-")
-        _add_java_options(settings, large_jvm_options(Path(directives.name)))
     from pyspark import SparkContext
 
-    # a JVM already running (getOrCreate in a process that had a session) is not started again: no archive to make
-    # and no JVM to launch (under spark-submit the JVM was started before this process: its options are
-    # spark-submit's)
+    # a JVM already running (getOrCreate in a process that had a session) is not started again: no archive to make,
+    # no directives file for it to read and no JVM to launch (under spark-submit the JVM was started before this
+    # process: its options are spark-submit's)
     launching = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    directives = None
+    if large and launching and "CompilerDirectivesFile" not in settings.get(_JAVA_OPTIONS, ""):
+        directives = tempfile.TemporaryDirectory(prefix="binlogd-audit-jvm-")
+        _add_java_options(settings, large_jvm_options(Path(directives.name)))
     archive_opts, partial = _archive_options(make_class_archive and launching)
     if archive_opts and _add_java_options(settings, archive_opts,
                                           unless=("SharedArchiveFile", "ArchiveClassesAtExit")) \
