@@ -21,7 +21,7 @@ from .binlog_source import (
     load_in_driver,
     register,
 )
-from .binlog_stage import Staged, crc_failures, read_staged, stage_events, stage_processes
+from .binlog_stage import STAGED_NAMES, Staged, crc_failures, read_staged, stage_events, stage_processes
 from .ledger import (
     LedgerError,
     LedgerFiles,
@@ -68,7 +68,7 @@ class Inputs:
     files: list[Path]
     ledger: LedgerFiles
     relays: dict[str, Path]
-    events: Any = None  # pyarrow.Table of the binlog's events (statements off); None: the data source reads them
+    events: Any = None  # pyarrow.Table of the binlog's events (`binlog_stage.STAGED`); None: the data source reads them
     stats: dict[str, dict[str, int]] | None = None  # file -> {"events", "end", "bytes"} of `events`
     types: frozenset[int] | None = None  # the event types of `events`
     crc_bad: int = 0  # events of `events` whose stored CRC32 fails (`binlog_stage.crc_failures`)
@@ -113,7 +113,8 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
     with ThreadPoolExecutor(1, thread_name_prefix="audit-ledger") as pool:
         parsing = pool.submit(strict_tables, lf) if stage else None
         if sum(f.stat().st_size for f in files) <= driver_bytes:
-            inputs.events = decode_in_driver(binlog_dir, statements=False).drop_columns(["db", "statement"])
+            # the staged columns (`binlog_stage.STAGED`): the checks see the same columns on either path
+            inputs.events = decode_in_driver(binlog_dir, statements=False).select(STAGED_NAMES)
             inputs.stats = arrow_file_stats(inputs.events)
             inputs.types = arrow_event_types(inputs.events)
             inputs.crc_bad = crc_failures(inputs.events)

@@ -179,8 +179,10 @@ def plan_splits(path: Path, file_index: int, source_file: str | None, split_byte
         buf.close()
 
 
-def iter_split_batches(split: Split, statements: bool = True, scan: WalkEnd | None = None) -> Iterator[Any]:
-    """Arrow RecordBatches of one split (the data source's unit of work); `scan` gets where the walk stopped."""
+def iter_split_batches(split: Split, statements: bool = True, scan: WalkEnd | None = None,
+                       columns: Sequence[str] | None = None) -> Iterator[Any]:
+    """Arrow RecordBatches of one split (the data source's unit of work); `scan` gets where the walk stopped;
+    `columns`: only these (`COLUMNS`' order), None: all."""
     scan = scan if scan is not None else WalkEnd()
     path = Path(split.path)
     with path.open("rb") as fh:
@@ -193,7 +195,8 @@ def iter_split_batches(split: Split, statements: bool = True, scan: WalkEnd | No
         if buf[:4] != BINLOG_MAGIC:
             scan.error = "not a binlog file (bad magic)"
             return
-        yield from decode_range(buf, path.name, split.file_index, split.rs, statements, split.first_ordinal, scan)
+        yield from decode_range(buf, path.name, split.file_index, split.rs, statements, split.first_ordinal, scan,
+                                columns)
     finally:
         with contextlib.suppress(BufferError):  # a consumer that stopped early holds a view: closed when collected
             buf.close()

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ PROBED_ACTIONS = ("sent", "hole", "dummy", "begin", "renamed")
 # the BOUNDS columns with their Arrow and Spark types (the events' `ordinal`, `type`, `flags`)
 BOUND_TYPES = (("s_ord", "int64", "BIGINT"), ("e_type", "int32", "INT"), ("e_flags", "int32", "INT"),
                ("e_ord", "int64", "BIGINT"))
-_EVENT_COLUMNS = ["start", "end", "ordinal", "type", "flags", "length", "gtid_standalone"]
+# the events' columns the probes read
+EVENT_COLUMNS = ["start", "end", "ordinal", "type", "flags", "length", "gtid_standalone"]
 
 
 def c0(key: int) -> str:
@@ -90,14 +92,22 @@ class _FileEvents:
             t = t.sort_by("start")
         self.start, self.end, self.ordinal = (t.column(n).to_numpy() for n in ("start", "end", "ordinal"))
         self.type, self.flags = t.column("type").to_numpy(), t.column("flags").to_numpy()
-        length = t.column("length").to_numpy().astype(np.int64)
-        standalone = t.column("gtid_standalone").fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64)
-        # `checks._rule_key`, over arrays
-        key = self.type.astype(np.int64) * 4 + ((self.flags & 0x8000) != 0).astype(np.int64) * 2 + standalone
+        length = t.column("length").to_numpy()
+        standalone = t.column("gtid_standalone").fill_null(False).to_numpy(zero_copy_only=False)
+        # `checks._rule_key`, over arrays, in 16 bits (a type is one byte: a key is at most 255 * 4 + 3)
+        key = ((self.type.astype(np.int16) << 2) | (((self.flags & 0x8000) != 0).astype(np.int16) << 1)
+               | standalone.astype(np.int16))
         self.by_key: dict[int, tuple[Any, Any]] = {}
-        for k in np.unique(key):
-            m = key == k
-            self.by_key[int(k)] = (self.start[m], np.concatenate(([0], np.cumsum(length[m]))))
+        # the events grouped by key in one stable sort (of 16-bit keys: a radix sort), each key's run still in
+        # start order; a mask per key cost a pass over every event per key
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        cuts = [0, *(np.flatnonzero(sk[1:] != sk[:-1]) + 1).tolist(), len(sk)]
+        for a, b in pairwise(cuts):
+            if a < b:
+                run = order[a:b]
+                self.by_key[int(sk[a])] = (self.start[run],
+                                           np.concatenate(([0], np.cumsum(length[run], dtype=np.int64))))
 
 
 def _count_before(fe: _FileEvents, key: int, pos: Any) -> tuple[Any, Any]:
@@ -106,7 +116,7 @@ def _count_before(fe: _FileEvents, key: int, pos: Any) -> tuple[Any, Any]:
 
     starts, cum = fe.by_key[key]
     n = np.searchsorted(starts, pos, side="left")
-    return n.astype(np.int64), cum[n]
+    return n, cum[n]  # n as searchsorted gives it: the callers store it into int64 columns
 
 
 def _probe_file(fe: _FileEvents, s: Any, e: Any) -> dict[str, Any]:
@@ -135,12 +145,15 @@ def _probe_file(fe: _FileEvents, s: Any, e: Any) -> dict[str, Any]:
 
 
 def event_tables_of_staged(parts: dict[str, list[Path]]) -> Any:
-    """An iterator of (file name, its events as an Arrow table) over `binlog_stage`'s Parquet parts (file order)."""
+    """An iterator of (file name, its events as an Arrow table) over `binlog_stage`'s Parquet parts (file order):
+    the EVENT_COLUMNS written beside each part (`binlog_stage.probe_columns_path`), memory-mapped."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
+
+    from .binlog_stage import probe_columns_path
 
     for name, paths in parts.items():
-        yield name, pa.concat_tables([pq.read_table(p, columns=_EVENT_COLUMNS) for p in paths])
+        yield name, pa.concat_tables([pa.ipc.open_file(pa.memory_map(str(probe_columns_path(p)))).read_all()
+                                      for p in paths])
 
 
 def event_tables_of(events: Any) -> Any:
@@ -148,7 +161,7 @@ def event_tables_of(events: Any) -> Any:
     import pyarrow.compute as pc
 
     for name in pc.unique(events.column("file")).to_pylist():
-        yield name, events.filter(pc.equal(events.column("file"), name)).select(_EVENT_COLUMNS)
+        yield name, events.filter(pc.equal(events.column("file"), name)).select(EVENT_COLUMNS)
 
 
 def span(files: Sequence[str], stats: dict[str, dict[str, int]]) -> tuple[dict[str, int], int]:
@@ -191,13 +204,15 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
         idx = np.flatnonzero(m.to_numpy(zero_copy_only=False))
         rec.append((idx, t.column("file").take(idx).to_numpy(zero_copy_only=False),
                     t.column("start").take(idx).to_numpy(), t.column("end").take(idx).to_numpy()))
-    # one file's events in memory at a time (at 10 M events all of them as arrays took ~0.5 GB); a key first seen
-    # in a later file has no event before it: its columns start as zeros
+    # one file's events in memory at a time (at 10 M events all of them as arrays took ~0.5 GB); the probes go
+    # straight into columns of each table's length (BOUNDS: values and a validity array); a key first seen in a
+    # later file has no event before it: its columns start as zeros
     cols_all: list[dict[str, Any]] = []
-    for idx, _, _, _ in rec:
+    for t in tables:
         cols: dict[str, Any] = {}
         for nm, _, _ in BOUND_TYPES:
-            cols[nm] = np.ma.masked_all(len(idx), np.int64)
+            cols[nm] = np.zeros(t.num_rows, np.int64)
+            cols[nm + "?"] = np.zeros(t.num_rows, bool)
         cols_all.append(cols)
     keys: set[int] = set()
     cuts = slice_bounds(files, stats, slices)
@@ -206,9 +221,9 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
     def one_file(name: str, et: Any) -> tuple[str, list[int], list[tuple[Any, dict[str, Any]]], dict[int, Any]]:
         fe = _FileEvents(et)
         got = []
-        for _, fnames, s, e in rec:
+        for idx, fnames, s, e in rec:
             sel = np.flatnonzero(fnames == name)
-            got.append((sel, _probe_file(fe, s[sel], e[sel]) if len(sel) else {}))
+            got.append((idx[sel], _probe_file(fe, s[sel], e[sel]) if len(sel) else {}))
         p = np.array(cuts.get(name, []), np.int64)
         return name, sorted(fe.by_key), got, {k: _count_before(fe, k, p)[0] for k in fe.by_key}
 
@@ -217,12 +232,16 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
         for k in file_keys:
             if k not in keys:
                 keys.add(k)
-                for (idx, _, _, _), cols in zip(rec, cols_all, strict=True):
+                for t, cols in zip(tables, cols_all, strict=True):
                     for nm in (c0(k), nn(k), nb(k)):
-                        cols[nm] = np.zeros(len(idx), np.int64)
-        for (sel, values), cols in zip(got, cols_all, strict=True):
+                        cols[nm] = np.zeros(t.num_rows, np.int64)
+        for (rows, values), cols in zip(got, cols_all, strict=True):
             for nm, v in values.items():
-                cols[nm][sel] = v
+                if isinstance(v, np.ma.MaskedArray):  # BOUNDS
+                    cols[nm][rows] = v.filled(0)
+                    cols[nm + "?"][rows] = ~np.ma.getmaskarray(v)
+                else:
+                    cols[nm][rows] = v
         bounds_of[name] = at_cuts
 
     # two files at a time in threads (numpy and pyarrow release the GIL for most of it), at most two in memory
@@ -238,22 +257,16 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
     key_list = sorted(keys)
     out = []
     for t, (idx, _, _, _), cols in zip(tables, rec, cols_all, strict=True):
-        rows = t.num_rows
         for nm, arrow_t, _ in BOUND_TYPES:
-            full = np.ma.masked_all(rows, np.int64)
-            full[idx] = cols[nm]
-            t = t.append_column(nm, pa.array(full.filled(0), getattr(pa, arrow_t)(),
-                                             mask=np.ma.getmaskarray(full)))
-        mask = np.ones(rows, bool)
+            t = t.append_column(nm, pa.array(cols[nm], getattr(pa, arrow_t)(), mask=~cols[nm + "?"]))
+        mask = np.ones(t.num_rows, bool)
         mask[idx] = False
         # c0 only on policy runs
         run = pc.and_(pc.equal(t.column("action"), "sent"), pc.greater(t.column("policy"), 0)).fill_null(False)
         not_run = mask | ~run.to_numpy(zero_copy_only=False)
         for k in key_list:
             for nm in (c0(k), nn(k), nb(k)):
-                full = np.zeros(rows, np.int64)
-                full[idx] = cols[nm]
-                t = t.append_column(nm, pa.array(full, pa.int64(), mask=not_run if nm == c0(k) else mask))
+                t = t.append_column(nm, pa.array(cols[nm], pa.int64(), mask=not_run if nm == c0(k) else mask))
         out.append(t)
     bounds: dict[str, list[int]] = {}
     for f, pos in cuts.items():
