@@ -430,10 +430,11 @@ def records(data: AuditData, extra: tuple[str, ...] = (), ledger: Any = None) ->
     another version of the records than `data.ledger`."""
     F = _F()
     L = data.ledger if ledger is None else ledger
+    # a probed ledger has the index as a column (`record_probes.FILE_INDEX`)
+    fi = F.col("fi") if data.probes is not None else file_index(data, F.col("file"))
     return (L.filter((F.col("r") == "ev") & F.col("action").isin("sent", *FILTERED))
             .select("seq", "conn", "file", "start", "end", "count", "length", "action", "why", "type", "flags",
-                    "gtid", "sent_length", *extra)
-            .withColumn("fi", file_index(data, F.col("file"))))
+                    "gtid", "sent_length", *extra, fi.alias("fi")))
 
 
 # a record's binlog events at its boundaries: `s_ord`, `e_type`, `e_flags` of the event starting at its start,
