@@ -109,30 +109,36 @@ def prepare_inputs(binlog_dir: Path, ledger_dir: Path, relay_dirs: dict[str, Pat
         except BinlogSourceError as e:
             raise AuditError(f"relay logs of replica {name}: {e}") from e
     inputs = Inputs(binlog_dir, files, lf, dict(relay_dirs or {}))
-    # the ledger is parsed (pyarrow: mostly without the GIL) while the events are decoded or staged
-    with ThreadPoolExecutor(1, thread_name_prefix="audit-ledger") as pool:
-        parsing = pool.submit(strict_tables, lf) if stage else None
-        if sum(f.stat().st_size for f in files) <= driver_bytes:
-            # the staged columns (`binlog_stage.STAGED`): the checks see the same columns on either path
-            inputs.events = decode_in_driver(binlog_dir, statements=False).select(STAGED_NAMES)
-            inputs.stats = arrow_file_stats(inputs.events)
-            inputs.types = arrow_event_types(inputs.events)
-            inputs.crc_bad = crc_failures(inputs.events)
-        elif stage and files:
-            inputs.staged = stage_events(files, Path(tempfile.mkdtemp(prefix="binlogd-audit-events-")),
-                                         processes=stage_processes(files, cores))
-        tables = parsing.result() if parsing is not None else None
-    if tables is not None:
-        events = (event_tables_of(inputs.events) if inputs.events is not None else
-                  event_tables_of_staged(inputs.staged.parts) if inputs.staged is not None else None)
-        if events is not None:
-            stats = inputs.stats if inputs.stats is not None else inputs.staged.stats  # type: ignore[union-attr]
-            tables, inputs.probes = probe_ledger(tables, [f.name for f in files], events, stats,
-                                                 checks.TIMELINE_SLICES, threads=cores or 2)
-        inputs.staged_ledger = stage_ledger(lf, tables=tables, dictionary=inputs.probes.small_columns()
-                                            if inputs.probes is not None else None)
-        inputs.ledger_rows = sum(t.num_rows for t in tables)
-        inputs.ledger_seq_stats = seq_stats([t.column("seq") for t in tables])
+    # a failure leaves no staged directory behind (the caller gets no Inputs to remove them from)
+    try:
+        # the ledger is parsed (pyarrow: mostly without the GIL) while the events are decoded or staged
+        with ThreadPoolExecutor(1, thread_name_prefix="audit-ledger") as pool:
+            parsing = pool.submit(strict_tables, lf) if stage else None
+            if sum(f.stat().st_size for f in files) <= driver_bytes:
+                # the staged columns (`binlog_stage.STAGED`): the checks see the same columns on either path
+                inputs.events = decode_in_driver(binlog_dir, statements=False).select(STAGED_NAMES)
+                inputs.stats = arrow_file_stats(inputs.events)
+                inputs.types = arrow_event_types(inputs.events)
+                inputs.crc_bad = crc_failures(inputs.events)
+            elif stage and files:
+                out = Path(tempfile.mkdtemp(prefix="binlogd-audit-events-"))
+                inputs.staged = Staged(out, {}, frozenset())  # removed with the rest if staging fails
+                inputs.staged = stage_events(files, out, processes=stage_processes(files, cores))
+            tables = parsing.result() if parsing is not None else None
+        if tables is not None:
+            events = (event_tables_of(inputs.events) if inputs.events is not None else
+                      event_tables_of_staged(inputs.staged.parts) if inputs.staged is not None else None)
+            if events is not None:
+                stats = inputs.stats if inputs.stats is not None else inputs.staged.stats  # type: ignore[union-attr]
+                tables, inputs.probes = probe_ledger(tables, [f.name for f in files], events, stats,
+                                                     checks.TIMELINE_SLICES, threads=cores or 2)
+            inputs.staged_ledger = stage_ledger(lf, tables=tables, dictionary=inputs.probes.small_columns()
+                                                if inputs.probes is not None else None)
+            inputs.ledger_rows = sum(t.num_rows for t in tables)
+            inputs.ledger_seq_stats = seq_stats([t.column("seq") for t in tables])
+    except BaseException:
+        inputs.remove_staged()
+        raise
     return inputs
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -187,8 +188,13 @@ def stage_ledger(files: LedgerFiles, out_dir: Path | None = None, tables: list[A
 
     # two at a time: pyarrow encodes without the GIL (the 10 M-event ledger with its probe columns: 1.0-1.4 s in
     # one thread, the last step before the audit can start)
-    with ThreadPoolExecutor(2, thread_name_prefix="ledger-parquet") as pool:
-        list(pool.map(write, range(len(parts))))
+    try:
+        with ThreadPoolExecutor(2, thread_name_prefix="ledger-parquet") as pool:
+            list(pool.map(write, range(len(parts))))
+    except BaseException:
+        if out_dir is None:  # its own directory: not left behind (the caller gets no path to remove)
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return out
 
 
