@@ -367,7 +367,7 @@ def _repeat(value: str, n: int) -> Any:
 def decode_range(buf: Any, name: str, file_index: int, rs: RangeStart, statements: bool, first_ordinal: int,
                  out: WalkEnd, columns: Sequence[str] | None = None) -> Iterator[Any]:
     """Arrow RecordBatches of the whole events of buf[rs.start:rs.stop), ordinals from `first_ordinal`;
-    `columns`: of the data source's (`binlog_source.COLUMNS`, their order), None: all of them."""
+    `columns`: those of the data source's (`binlog_source.COLUMNS`), in that order; None: all of them."""
     import pyarrow as pa
 
     from .binlog_source import COLUMNS

@@ -182,7 +182,7 @@ def plan_splits(path: Path, file_index: int, source_file: str | None, split_byte
 def iter_split_batches(split: Split, statements: bool = True, scan: WalkEnd | None = None,
                        columns: Sequence[str] | None = None) -> Iterator[Any]:
     """Arrow RecordBatches of one split (the data source's unit of work); `scan` gets where the walk stopped;
-    `columns`: only these (`COLUMNS`' order), None: all."""
+    `columns`: only these of `COLUMNS`, in that order; None: all."""
     scan = scan if scan is not None else WalkEnd()
     path = Path(split.path)
     with path.open("rb") as fh:

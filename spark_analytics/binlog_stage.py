@@ -82,7 +82,7 @@ def _stage_split(split: Split, out: str) -> tuple[str, int, int, int, list[int],
     # columns also go to an uncompressed Arrow file, which the driver maps instead of decoding the Parquet again
     # (0.9-1.9 CPU s at 10 M events)
     probe_schema = pa.schema([schema.field(c) for c in EVENT_COLUMNS])
-    with pq.ParquetWriter(out, schema, compression="lz4", use_dictionary=["file", "type_name", "source_file"],
+    with pq.ParquetWriter(out, schema, compression="lz4", use_dictionary=["file", "type_name"],
                           write_statistics=False) as w, \
             pa.ipc.new_file(str(probe_columns_path(Path(out))), probe_schema) as pw:
         for b in iter_split_batches(split, statements=False, columns=schema.names):
