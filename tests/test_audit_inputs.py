@@ -1,13 +1,18 @@
-"""`audit.prepare_inputs` leaves nothing in the temporary directory when it fails part way (no Spark, no server).
+"""`audit.prepare_inputs` on bad input and failures (no Spark, no server).
 
-The binlog's events are staged as Parquet and the ledger beside them before Spark starts; a failure after a
-directory was made (a staging worker dying, a full disk while the ledger is written) reaches the CLI as an error
-(exit 2) with no `Inputs` to remove them from, so `prepare_inputs` must remove them itself.
+It leaves nothing in the temporary directory when it fails part way: the binlog's events are staged as Parquet and
+the ledger beside them before Spark starts; a failure after a directory was made (a staging worker dying, a full
+disk while the ledger is written) reaches the CLI as an error (exit 2) with no `Inputs` to remove them from. A
+ledger line that is not a JSON object is left to Spark's reader, which marks it corrupt (check 10), never to
+pyarrow, which makes `null` a row of nulls and crashes the process on a file that starts with it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -77,3 +82,20 @@ def test_the_ledger_failing_to_be_written_leaves_no_staged_directory(inputs_dirs
     with pytest.raises(OSError, match="No space left"):
         audit.prepare_inputs(binlogs, ledger, driver_bytes=0)
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("lines", [[b"null", CONN], [CONN, b"null"], [CONN, b"1"], [CONN, b'"text"'],
+                                   [CONN, b"[" + CONN.strip() + b"]"]])
+@pytest.mark.parametrize("native", [True, False])
+def test_a_line_that_is_not_an_object_is_left_to_spark(tmp_path: Path, lines: list[bytes], native: bool) -> None:
+    """`ledger.strict_tables` gives None (Spark reads the JSON) with the C scanner and with pyarrow alone; in a
+    process of its own: the failure this guards against is a crash (pyarrow 26, a first line `null`)."""
+    (tmp_path / "ledger.000001.jsonl").write_bytes(b"".join(line.rstrip(b"\n") + b"\n" for line in lines))
+    code = ("import sys; from binlogd.spark_analytics.ledger import ledger_files, strict_tables; "
+            "print(strict_tables(ledger_files(sys.argv[1])))")
+    env = {k: v for k, v in os.environ.items() if k != "BINLOGD_NO_NATIVE"}
+    if not native:
+        env["BINLOGD_NO_NATIVE"] = "1"
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert (r.returncode, r.stdout.strip()) == (0, "None"), r.stderr[-2000:]
