@@ -8,6 +8,7 @@ environment (PYSPARK_PYTHON). On a cluster, ship the project (`spark-submit --py
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -188,6 +189,8 @@ def _archive_options(make: bool) -> tuple[str, Path | None]:
     if path is None:
         return "", None
     if path.is_file():
+        with contextlib.suppress(OSError):  # its mtime says when it was last used (`_prune_archives`)
+            os.utime(path)
         return f"-XX:SharedArchiveFile={path} {_ARCHIVE_LOG}", None
     if not make:
         return "", None
@@ -229,8 +232,29 @@ def close_session(spark: Any) -> None:
     final = partial.with_name(partial.name.rsplit(".", 1)[0])
     if rc == 0 and partial.is_file() and _archive_maps(partial):
         os.replace(partial, final)
+        _prune_archives(final)
     else:
         partial.unlink(missing_ok=True)
+
+
+# class archives kept in the cache directory: each Python environment with its own pyspark (a venv, a fresh clone)
+# gets its own (170-190 MB), which nothing else removes
+KEEP_ARCHIVES = 3
+
+
+def _prune_archives(keep: Path) -> None:
+    """Remove the archives beside `keep` but the KEEP_ARCHIVES - 1 last used (mtime: made, or touched when a session
+    maps it). One removed is made again by the next run that needs it; a JVM mapping it keeps its mapping."""
+    def used(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    others = sorted((p for p in keep.parent.glob("spark-classes-*.jsa") if p != keep), key=used, reverse=True)
+    for old in others[KEEP_ARCHIVES - 1:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def _archive_maps(archive: Path) -> bool:

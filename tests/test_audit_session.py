@@ -55,6 +55,30 @@ def test_first_run_writes_the_archive_the_next_session_maps_it(tmp_path: Path) -
     assert not session._archive_maps(torn)
 
 
+def test_archives_of_other_installs_are_pruned_the_used_ones_kept(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each environment with its own pyspark gets its own archive (170-190 MB): a new one leaves the KEEP_ARCHIVES last
+    used in the cache, a session that maps one marks it used."""
+    from binlogd.spark_analytics import session
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(session.ARCHIVE_ENV, raising=False)
+    mine = session.class_archive_path()
+    assert mine is not None and mine.parent == tmp_path / "binlogd"
+    mine.parent.mkdir(parents=True)
+    others = [mine.parent / f"spark-classes-{i:016x}.jsa" for i in range(5)]
+    for i, p in enumerate([mine, *others]):  # this environment's the oldest
+        p.write_bytes(b"archive")
+        os.utime(p, (1_000_000 + i, 1_000_000 + i))
+    opts, partial = session._archive_options(make=False)
+    assert opts.startswith(f"-XX:SharedArchiveFile={mine} ") and partial is None
+    new = mine.parent / "spark-classes-ffffffffffffffff.jsa"
+    new.write_bytes(b"archive")
+    session._prune_archives(new)
+    assert session.KEEP_ARCHIVES == 3
+    assert sorted(p.name for p in mine.parent.iterdir()) == sorted([new.name, mine.name, others[-1].name])
+
+
 def test_archive_off_and_keyed_by_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from binlogd.spark_analytics import session
 
