@@ -210,15 +210,11 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
         rec.append((idx, t.column("file").take(idx).to_numpy(zero_copy_only=False),
                     t.column("start").take(idx).to_numpy(), t.column("end").take(idx).to_numpy()))
     # one file's events in memory at a time (at 10 M events all of them as arrays took ~0.5 GB); the probes go
-    # straight into columns of each table's length (BOUNDS: values and a validity array); a key first seen in a
-    # later file has no event before it: its columns start as zeros
+    # straight into columns of each table's length (BOUNDS masked where not probed); a key first seen in a later
+    # file has no event before it: its columns start as zeros
     cols_all: list[dict[str, Any]] = []
     for t in tables:
-        cols: dict[str, Any] = {}
-        for nm, _, _ in BOUND_TYPES:
-            cols[nm] = np.zeros(t.num_rows, np.int64)
-            cols[nm + "?"] = np.zeros(t.num_rows, bool)
-        cols_all.append(cols)
+        cols_all.append({nm: np.ma.masked_all(t.num_rows, np.int64) for nm, _, _ in BOUND_TYPES})
     keys: set[int] = set()
     cuts = slice_bounds(files, stats, slices)
     bounds_of: dict[str, dict[int, Any]] = {}  # file -> key -> events of the key before each of its cuts
@@ -242,11 +238,7 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
                         cols[nm] = np.zeros(t.num_rows, np.int64)
         for (rows, values), cols in zip(got, cols_all, strict=True):
             for nm, v in values.items():
-                if isinstance(v, np.ma.MaskedArray):  # BOUNDS
-                    cols[nm][rows] = v.filled(0)
-                    cols[nm + "?"][rows] = ~np.ma.getmaskarray(v)
-                else:
-                    cols[nm][rows] = v
+                cols[nm][rows] = v
         bounds_of[name] = at_cuts
 
     # two files at a time in threads (numpy and pyarrow release the GIL for most of it), at most two in memory
@@ -265,7 +257,8 @@ def probe_ledger(tables: list[Any], files: Sequence[str], event_tables: Any, sta
     for t, (idx, _, _, _), cols in zip(tables, rec, cols_all, strict=True):
         t = t.append_column(FILE_INDEX, pc.index_in(t.column("file"), value_set=names).cast(pa.int32()))
         for nm, arrow_t, _ in BOUND_TYPES:
-            t = t.append_column(nm, pa.array(cols[nm], getattr(pa, arrow_t)(), mask=~cols[nm + "?"]))
+            t = t.append_column(nm, pa.array(cols[nm].filled(0), getattr(pa, arrow_t)(),
+                                             mask=np.ma.getmaskarray(cols[nm])))
         mask = np.ones(t.num_rows, bool)
         mask[idx] = False
         # c0 only on policy runs
